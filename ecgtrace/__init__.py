@@ -1,0 +1,3 @@
+"""ecgtrace: does a multimodal model really read the ECG?"""
+
+__version__ = "0.1.0"

@@ -1,0 +1,88 @@
+"""The ``ecgtrace`` command line.
+
+Each subcommand lives in ``ecgtrace.commands.<name>`` and exposes ``HELP``,
+``add_arguments(parser)`` and ``run(args) -> int``. Command modules import
+only the standard library at module level, so ``ecgtrace --help`` stays fast:
+neurokit2, langchain and matplotlib are imported inside ``run`` when needed.
+
+Every :class:`~ecgtrace.errors.EcgTraceError` becomes one ``error:`` line and a
+non-zero exit code, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import warnings
+from collections.abc import Sequence
+
+from ecgtrace import __version__
+from ecgtrace.errors import EcgTraceError
+
+#: Subcommands in the order ``--help`` lists them.
+COMMANDS: tuple[str, ...] = (
+    "demo",
+    "synth",
+    "info",
+    "annotate",
+    "delineate",
+    "build",
+    "templates",
+    "audit",
+    "qa-eval",
+    "compare",
+    "report",
+    "debug",
+    "bias",
+)
+
+
+def _command_module(name: str):
+    return importlib.import_module(f"ecgtrace.commands.{name.replace('-', '_')}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ecgtrace",
+        description="Find out whether a multimodal model really reads an ECG.",
+    )
+    parser.add_argument("--version", action="version", version=f"ecgtrace {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        try:
+            module = _command_module(name)
+        except ModuleNotFoundError:
+            continue  # a command not built yet is simply not offered
+        sub = subparsers.add_parser(name, help=module.HELP, description=module.HELP)
+        module.add_arguments(sub)
+        sub.set_defaults(_run=module.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "_run", None):
+        parser.print_help()
+        return 2
+    from rich.console import Console
+
+    err = Console(stderr=True, highlight=False)
+
+    def show_warning(message, category, filename, lineno, file=None, line=None):  # noqa: ANN001
+        err.print(f"[yellow]warning:[/] {message}", markup=True, soft_wrap=True)
+
+    warnings.showwarning = show_warning
+    try:
+        return int(args._run(args) or 0)
+    except EcgTraceError as exc:
+        err.print(f"[bold red]error:[/] {exc}", markup=True, soft_wrap=True, highlight=False)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        err.print("[bold red]interrupted[/]: finished work is saved; run the same command again to resume")
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
