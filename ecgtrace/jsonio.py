@@ -17,6 +17,9 @@ from typing import Any
 
 from ecgtrace.errors import EcgTraceError
 
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+
 
 def to_json_text(obj: Any, *, indent: int | None = None) -> str:
     """Serialize ``obj`` deterministically (sorted keys, no NaN/Infinity)."""
@@ -33,6 +36,7 @@ def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> Path:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
+        os.chmod(tmp_name, 0o666 & ~_UMASK)  # mkstemp makes 0600; outputs are ordinary files
         os.replace(tmp_name, target)
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)

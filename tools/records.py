@@ -173,6 +173,7 @@ def _open_wfdb(base: Path) -> RecordInfo:
     import wfdb
 
     name = base.name
+    _check_record_line(base)
     try:
         header = wfdb.rdheader(str(base))
     except FileNotFoundError:
@@ -217,6 +218,24 @@ def _open_wfdb(base: Path) -> RecordInfo:
         comments=comments,
         patient=parse_patient(comments),
     )
+
+
+def _check_record_line(base: Path) -> None:
+    """Check the header's record line ourselves: wfdb reads ``-250`` as a rate of 250 Hz."""
+    try:
+        text = Path(f"{base}.hea").read_text(encoding="latin-1")
+    except OSError as exc:
+        raise RecordError(f"{base}.hea: cannot read header ({exc.strerror})") from None
+    record_line = next((line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")), "")
+    tokens = record_line.split()
+    if len(tokens) >= 3:
+        fs_token = re.split(r"[/(:]", tokens[2], maxsplit=1)[0]
+        try:
+            fs_value = float(fs_token)
+        except ValueError:
+            raise RecordError(f"{base}.hea: corrupt header (sampling rate {tokens[2]!r} is not a number)") from None
+        if not math.isfinite(fs_value) or fs_value <= 0:
+            raise RecordError(f"{base}.hea: sampling rate must be > 0 Hz, header says {tokens[2]}")
 
 
 def _check_signal_files(base: Path, header: Any, n_samples: int) -> None:

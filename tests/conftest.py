@@ -1,0 +1,27 @@
+"""Shared fixtures: the real records in ../shared/data and a synthetic Holter record."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """The public PhysioNet records beside the repository (skips where absent, e.g. a user's clone)."""
+    if not (SHARED_DATA / "mitdb" / "100.hea").exists():
+        pytest.skip(f"real records not found at {SHARED_DATA} (only present on the project's machines)")
+    return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def synth_record(tmp_path_factory: pytest.TempPathFactory):
+    """A 30-minute, 3-lead, 250 Hz synthetic Holter record (seed 7) with every event kind."""
+    from ecgtrace.tools.synth import synthesize_holter
+
+    out = tmp_path_factory.mktemp("synth")
+    return synthesize_holter(out, name="holter", hours=0.5, fs_hz=250.0, n_leads=3, seed=7)
