@@ -67,17 +67,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     from rich.console import Console
+    from rich.markup import escape
 
-    err = Console(stderr=True, highlight=False)
+    # user text (paths, "[5.62s - 5.81s]" options, model names) is escaped, never read as markup or emoji
+    err = Console(stderr=True, highlight=False, emoji=False)
 
     def show_warning(message, category, filename, lineno, file=None, line=None):  # noqa: ANN001
-        err.print(f"[yellow]warning:[/] {message}", markup=True, soft_wrap=True)
+        err.print(f"[yellow]warning:[/] {escape(str(message))}", soft_wrap=True)
 
     warnings.showwarning = show_warning
     try:
         return int(args._run(args) or 0)
     except EcgTraceError as exc:
-        err.print(f"[bold red]error:[/] {exc}", markup=True, soft_wrap=True, highlight=False)
+        err.print(f"[bold red]error:[/] {escape(str(exc))}", soft_wrap=True)
         return exc.exit_code
     except KeyboardInterrupt:
         err.print("[bold red]interrupted[/]: finished work is saved; run the same command again to resume")
