@@ -1,0 +1,133 @@
+"""``ecgtrace audit DIR/audit.jsonl --model M --run RUNDIR``: turn-by-turn reasoning audit of a model."""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = "Audit a model's ECG reasoning turn by turn (resumable: rerun the same command to continue)."
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("audit", help="audit.jsonl (or the folder holding it)")
+    parser.add_argument("--model", required=True, help="openai:<model>, oracle, random, prior or human")
+    parser.add_argument("--run", required=True, metavar="RUNDIR", help="run folder (created; reused to resume)")
+    parser.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
+    parser.add_argument("--api-key-env", default="OPENAI_API_KEY", metavar="NAME",
+                        help="environment variable holding the API key (default OPENAI_API_KEY); the key is never written")
+    parser.add_argument("--modality", choices=("image", "text", "both"), default="image", help="how the ECG is shown (default image)")
+    parser.add_argument("--mode", choices=("teacher", "stop"), default="teacher",
+                        help="teacher: ground truth enters the history after each turn; stop: the chain stops at the first error")
+    parser.add_argument("--concurrency", type=int, default=8, help="requests and samples in flight (default 8)")
+    parser.add_argument("--timeout", type=float, default=120.0, metavar="S", help="per-request timeout in seconds (default 120)")
+    parser.add_argument("--max-attempts", type=int, default=4, help="tries per turn on 429/5xx/timeouts (default 4)")
+    parser.add_argument("--backoff", type=float, default=1.0, metavar="S", help="first retry wait in seconds, doubling (default 1)")
+    parser.add_argument("--max-tokens", type=int, default=None, help="cap on answer tokens")
+    parser.add_argument("--temperature", type=float, default=None, help="sampling temperature (default: the server's)")
+    parser.add_argument("--retry-errors", action="store_true",
+                        help="on resume, run again the finished samples that have a server error in any turn")
+    parser.add_argument("--limit", type=int, default=None, metavar="N", help="only the first N items")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random examinee (default 0)")
+    parser.add_argument("--keep-checkpoints", action="store_true",
+                        help="keep finished samples' LangGraph threads in RUNDIR/checkpoints.sqlite (default: dropped once in samples.jsonl)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar or table")
+
+
+def run(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from rich.console import Console
+
+    from ecgtrace.agents.audit_format import load_audit
+    from ecgtrace.agents.examinees import make_examinee
+    from ecgtrace.agents.examiner import PROMPT_VERSION, check_assets
+    from ecgtrace.errors import EcgTraceError
+    from ecgtrace.graphs.audit_runner import run_audit
+    from ecgtrace.runlog import RunDir
+
+    for name, value, low in (("--concurrency", args.concurrency, 1), ("--limit", args.limit, 1), ("--max-attempts", args.max_attempts, 1)):
+        if value is not None and value < low:
+            raise EcgTraceError(f"{name} must be at least {low}, got {value}")
+    if args.timeout <= 0:
+        raise EcgTraceError(f"--timeout must be positive, got {args.timeout:g}")
+    audit = load_audit(args.audit)
+    items = audit.items[: args.limit] if args.limit else audit.items
+    for item in items:
+        check_assets(item, audit.base_dir, args.modality)
+    examinee = make_examinee(args.model, seed=args.seed, base_url=args.base_url, api_key_env=args.api_key_env,
+                             timeout_s=args.timeout, concurrency=args.concurrency, max_attempts=args.max_attempts,
+                             backoff_s=args.backoff, max_tokens=args.max_tokens, temperature=args.temperature)
+    identity = {"dataset_sha256": audit.sha256, "dataset_items": len(audit.items), "model": args.model,
+                "modality": args.modality, "mode": args.mode, "seed": args.seed, "limit": args.limit,
+                "max_tokens": args.max_tokens, "temperature": args.temperature, "prompt_version": PROMPT_VERSION}
+    settings = {"dataset_path": str(audit.path), "base_url": args.base_url, "api_key_env": args.api_key_env,
+                "concurrency": args.concurrency, "timeout_s": args.timeout, "max_attempts": args.max_attempts,
+                "backoff_s": args.backoff}
+    run_dir = RunDir.open(args.run, identity, settings)
+    console = Console(stderr=True)
+    retry: set[str] = set()
+    if args.retry_errors:
+        retry = set(run_dir.drop_samples(lambda row: any(t.get("error") for t in row["turns"])))
+        console.print(f"running {len(retry)} sample(s) with server errors again", highlight=False)
+    done_before = len(run_dir.finished_ids() & {it.id for it in items})
+    quiet = args.quiet or examinee.interactive
+
+    def ask_human(payload: dict) -> str:
+        console.rule(f"{payload['sample_id']} - turn {payload['turn'] + 1} of {payload['of']} - {payload['stage']}")
+        if payload["turn"] == 0:
+            for kind, path in payload.get("ecg", {}).items():
+                console.print(f"ECG {kind}: {path}", markup=False, highlight=False)
+        console.print(payload["prompt"], markup=False, highlight=False)
+        return console.input("[bold]your answer> [/]")
+
+    def audit_now(on_sample=None):  # noqa: ANN001, ANN202
+        return asyncio.run(run_audit(audit, run_dir, examinee, mode=args.mode, modality=args.modality,
+                                     concurrency=args.concurrency, limit=args.limit, on_sample=on_sample,
+                                     ask_human=ask_human, keep_checkpoints=args.keep_checkpoints, restart=retry))
+
+    if quiet:
+        results = audit_now()
+    else:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+        with Progress(TextColumn("[bold]audit[/]"), BarColumn(), MofNCompleteColumn(), TextColumn("samples"),
+                      TimeElapsedColumn(), TimeRemainingColumn(), console=console, transient=False) as progress:
+            task = progress.add_task("audit", total=len(items), completed=done_before)
+            results = audit_now(on_sample=lambda row: progress.advance(task))
+    if not args.quiet:
+        print_results(results, title=f"{args.model} - {args.mode} - {args.modality}")
+    return 0
+
+
+def _fmt(metric: dict) -> str:
+    if metric.get("value") is None:
+        return "-"
+    lo, hi = metric["ci95"]
+    if "k" in metric:
+        return f"{100 * metric['value']:.1f}% [{100 * lo:.1f}, {100 * hi:.1f}]"
+    return f"{metric['value']:.2f} [{lo:.2f}, {hi:.2f}]"
+
+
+def print_results(results: dict, title: str = "") -> None:
+    """Rich table: one row per diagnosis plus overall."""
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(title=escape(f"reasoning audit {title}".strip()))
+    for column in ("diagnosis", "n", "IDA", "GT-RDA", "Completion", "Depth (0-4)", "errors"):
+        table.add_column(column, justify="right" if column != "diagnosis" else "left")
+    blocks = [*results["per_diagnosis"].items(), ("overall", results["overall"])]
+    for name, block in blocks:
+        table.add_row(escape(name), str(block["n"]), _fmt(block["ida"]), _fmt(block["gt_rda"]), _fmt(block["completion"]),
+                      _fmt(block["depth"]), str(block["turns"]["errors"]), style="bold" if name == "overall" else None)
+    console = Console()
+    console.print(table)
+    stages = Table(title="per-stage accuracy (overall)")
+    stages.add_column("stage")
+    stages.add_column("accuracy [95% CI]", justify="right")
+    stages.add_column("n", justify="right")
+    for key, metric in results["overall"]["stages"].items():
+        stages.add_row(key, _fmt(metric), str(metric["n"]))
+    console.print(stages)
+    if not results.get("complete", True):
+        console.print(f"[yellow]{results['n_finished']} of {results['n_items']} samples finished; rerun to resume[/]")

@@ -1,0 +1,139 @@
+"""``ecgtrace debug RUNDIR --sample ID``: step through one sample turn by turn."""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = "Step through one sample of a run turn by turn; re-ask a turn with another model or answer it yourself."
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run", help="run folder written by `ecgtrace audit` or `ecgtrace qa-eval`")
+    parser.add_argument("--sample", required=True, help="sample id")
+    parser.add_argument("--turn", type=int, default=None, help="only this turn (index); with --ask/--human the turn to re-ask")
+    parser.add_argument("--all", action="store_true", help="print every turn without pausing between them")
+    parser.add_argument("--ask", action="store_true", help="re-ask --turn (default: where the chain broke) with --model")
+    parser.add_argument("--model", default=None, help="model for --ask: openai:<name>, oracle, random or prior")
+    parser.add_argument("--base-url", default=None, help="OpenAI-compatible base URL for --model openai:<name>")
+    parser.add_argument("--api-key-env", default="OPENAI_API_KEY", help="environment variable holding the API key")
+    parser.add_argument("--timeout", type=float, default=120.0, help="seconds per request")
+    parser.add_argument("--human", action="store_true", help="answer --turn yourself, in the model's place")
+
+
+def run(args: argparse.Namespace) -> int:
+    import sys
+
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.panel import Panel
+
+    from ecgtrace.debugger import load_debug_sample, options_text
+    from ecgtrace.errors import EcgTraceError
+
+    console = Console(emoji=False, highlight=False)
+    sample = load_debug_sample(args.run, args.sample)
+    broke = sample.broke_at()
+    row = sample.row
+    console.print(f"[bold]{escape(row['id'])}[/] ({sample.kind} run{', ' + escape(str(row.get('diagnosis'))) if row.get('diagnosis') else ''}"
+                  f"{', label ' + str(row.get('label')) if 'label' in row else ''}): {len(sample.turns)} turns; "
+                  + ("[green]every step correct[/]" if broke is None else f"[red]chain broke at turn {broke}[/]"))
+    if args.ask or args.human:
+        if args.ask and args.human:
+            raise EcgTraceError("choose --ask or --human, not both")
+        target = args.turn if args.turn is not None else (broke if broke is not None else 0)
+        return _reask(console, sample, target, args)
+    interactive = sys.stdin.isatty() and not args.all and args.turn is None
+    for position, turn in enumerate(sample.turns):
+        index = int(turn.get("index", position))
+        if args.turn is not None and index != args.turn:
+            continue
+        console.print(Panel(_turn_body(turn, options_text), title=_turn_title(turn, index, broke), title_align="left",
+                            border_style=_style(turn)))
+        if interactive and position + 1 < len(sample.turns):
+            if console.input("[dim]Enter: next turn, q: quit[/] ").strip().lower() == "q":
+                break
+    return 0
+
+
+def _style(turn: dict) -> str:
+    if not turn.get("asked", True):
+        return "dim"
+    return "green" if turn.get("correct") else "red"
+
+
+def _turn_title(turn: dict, index: int, broke: int | None) -> str:
+    from rich.markup import escape
+
+    stage = str(turn.get("stage"))
+    kind = f" / {turn['kind']}" if turn.get("kind") and stage == "grounding" else ""
+    loop = f" loop {turn['loop']}" if turn.get("loop") is not None else ""
+    mark = "not asked" if not turn.get("asked", True) else ("correct" if turn.get("correct") else "WRONG")
+    broke_here = "  <- the chain broke here" if broke == index else ""
+    return escape(f"turn {index}: {stage}{kind}{loop}  [{mark}]{broke_here}")
+
+
+def _turn_body(turn: dict, options_text) -> str:  # noqa: ANN001
+    from rich.markup import escape
+
+    if turn.get("options"):
+        lines = [f"[bold]Q:[/] {escape(str(turn.get('question')))}", escape(options_text(turn["options"]))]
+    else:  # a recorded turn keeps the prompt exactly as it was sent
+        lines = [escape(str(turn.get("prompt") or ""))]
+    if not turn.get("asked", True):
+        lines.append(f"[bold]truth:[/] {escape(str(turn.get('answer')))}")
+        return "\n".join(lines)
+    lines.append(f"[bold]raw answer:[/] {escape(str(turn.get('raw')))}")
+    if turn.get("reasoning"):
+        lines.append(f"[bold]reasoning:[/] {escape(str(turn['reasoning'])[:2000])}")
+    parsed = turn.get("parsed")
+    reason = turn.get("parse_reason")
+    lines.append(f"[bold]parsed:[/] {escape(str(parsed))}" + (f"  ({escape(str(reason))})" if reason and not turn.get("parse_ok") else ""))
+    lines.append(f"[bold]truth:[/] {escape(str(turn.get('answer')))}")
+    if turn.get("error"):
+        lines.append(f"[bold red]error:[/] {escape(str(turn['error']))}")
+    extras = [f"{turn['latency_ms']:.0f} ms" if turn.get("latency_ms") is not None else None,
+              f"tokens {turn['tokens']}" if turn.get("tokens") else None]
+    if any(extras):
+        lines.append("[dim]" + escape(", ".join(e for e in extras if e)) + "[/]")
+    return "\n".join(lines)
+
+
+def _reask(console, sample, turn_index: int, args: argparse.Namespace) -> int:  # noqa: ANN001
+    from rich.table import Table
+    from rich.text import Text
+
+    from ecgtrace.agents.examinees import Examinee, Reply, make_examinee
+    from ecgtrace.debugger import options_text, reask_turn_sync
+    from ecgtrace.errors import EcgTraceError
+
+    if args.human:
+        class TerminalExaminee(Examinee):
+            name = "you"
+
+            async def answer(self, messages, turn):  # noqa: ANN001
+                console.print(_turn_body({**turn, "asked": False, "answer": "?"}, options_text).rsplit("\n", 1)[0])
+                return Reply(raw=console.input("[bold]your answer:[/] "))
+
+        examinee = TerminalExaminee()
+        who = "you"
+    else:
+        if not args.model:
+            raise EcgTraceError("--ask needs --model (openai:<name>, oracle, random or prior)")
+        if args.model == "human":
+            raise EcgTraceError("to answer yourself use --human")
+        examinee = make_examinee(args.model, base_url=args.base_url, api_key_env=args.api_key_env, timeout_s=args.timeout, concurrency=1)
+        who = args.model
+    old = next((t for t in sample.turns if int(t.get("index", -1)) == turn_index), None)
+    new, source = reask_turn_sync(sample, turn_index, examinee)
+    console.print(f"[dim]state before turn {turn_index}: {source}[/]")
+    table = Table(title=f"turn {turn_index} ({new['stage']}) re-asked", show_lines=True)
+    table.add_column("")
+    table.add_column("in the run", overflow="fold")
+    table.add_column(f"now ({who})", overflow="fold")
+    for field in ("raw", "parsed", "answer", "correct", "error"):
+        before = "" if old is None else str(old.get(field))
+        table.add_row(field, Text(before), Text(str(new.get(field))))
+    console.print(table)
+    changed = old is None or old.get("correct") != new.get("correct")
+    console.print("[yellow]the verdict changed[/]" if changed else "the verdict is the same")
+    return 0

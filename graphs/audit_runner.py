@@ -1,0 +1,160 @@
+"""Drive the reasoning-audit graph over a whole audit set: resumable and concurrent.
+
+One LangGraph thread per sample (``thread_id = f"{run_id}:{sample_id}"``) in
+one SQLite checkpointer per run folder (WAL, busy timeout). Samples run in a
+pool of ``concurrency`` workers; the examinee bounds its own in-flight
+requests. A sample is appended to ``samples.jsonl`` once, when its thread
+finishes; a rerun skips finished samples, resumes unfinished threads at their
+last checkpoint, and appends samples whose thread had finished but whose line
+was not yet written (killed in between). Nothing is lost or counted twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from ecgtrace.agents.audit_format import AuditItem, AuditSet
+from ecgtrace.agents.examinees import Examinee
+from ecgtrace.graphs.reasoning_audit import AuditContext, build_graph
+from ecgtrace.metrics import summarize
+from ecgtrace.runlog import RunDir
+
+#: SQLite waits this long for a lock before "database is locked".
+BUSY_TIMEOUT_MS = 30_000
+
+
+@asynccontextmanager
+async def sqlite_checkpointer(path: str | Path):
+    """One ``AsyncSqliteSaver`` per file, WAL journal, busy timeout."""
+    import aiosqlite
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    conn = await aiosqlite.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000)
+    try:
+        await conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        await conn.execute("PRAGMA journal_mode=WAL")
+        await conn.execute("PRAGMA synchronous=NORMAL")
+        saver = AsyncSqliteSaver(conn)
+        await saver.setup()
+        yield saver
+    finally:
+        await conn.close()
+
+
+def sample_row(item: AuditItem, values: dict[str, Any]) -> dict[str, Any]:
+    """The samples.jsonl line of a finished thread."""
+    return {"id": item.id, "diagnosis": item.diagnosis, "label": item.label, "path_id": item.path_id,
+            "mode": values["run"]["mode"], "turns": values["turns"]}
+
+
+async def _run_sample(graph: Any, run: RunDir, item: AuditItem, run_cfg: dict[str, Any], context: AuditContext,
+                      ask_human: Callable[[dict[str, Any]], str] | None) -> dict[str, Any]:
+    from langgraph.types import Command
+
+    config = {"configurable": {"thread_id": run.thread_id(item.id)}}
+    snapshot = await graph.aget_state(config)
+    values = snapshot.values or {}
+    if values.get("done"):
+        return sample_row(item, values)
+    if snapshot.next:  # an unfinished thread: resume at its last checkpoint
+        pending_interrupts = [i for task in snapshot.tasks for i in task.interrupts]
+        payload: Any = None
+        if pending_interrupts:
+            payload = Command(resume=await asyncio.to_thread(_ask, ask_human, pending_interrupts[0].value))
+    else:
+        payload = {"item": item.to_json(), "run": run_cfg}
+    while True:
+        values = await graph.ainvoke(payload, config, context=context)
+        interrupts = values.get("__interrupt__")
+        if not interrupts:
+            break
+        payload = Command(resume=await asyncio.to_thread(_ask, ask_human, interrupts[0].value))
+    if not values.get("done"):
+        raise RuntimeError(f"sample {item.id}: graph stopped before the end of the chain")
+    return sample_row(item, values)
+
+
+def _ask(ask_human: Callable[[dict[str, Any]], str] | None, question: dict[str, Any]) -> str:
+    if ask_human is None:
+        raise RuntimeError("a human examinee needs an ask_human callback")
+    return ask_human(question)
+
+
+async def run_audit(audit: AuditSet, run: RunDir, examinee: Examinee, *, mode: str = "teacher", modality: str = "text",
+                    concurrency: int = 8, limit: int | None = None,
+                    on_sample: Callable[[dict[str, Any]], None] | None = None,
+                    ask_human: Callable[[dict[str, Any]], str] | None = None,
+                    keep_checkpoints: bool = False, restart: set[str] | frozenset[str] = frozenset()) -> dict[str, Any]:
+    """Run (or resume) the audit; returns the results written to ``results.json``.
+
+    Args:
+        audit: the loaded audit set (items, folder, hash).
+        run: the opened run folder.
+        examinee: the model under test.
+        mode: ``teacher`` or ``stop``.
+        modality: ``image``, ``text`` or ``both``.
+        concurrency: samples in flight at once (1 for a human examinee).
+        limit: only the first ``limit`` items of the file.
+        on_sample: called with each row appended to samples.jsonl (progress).
+        ask_human: called with an interrupt payload, returns the typed answer.
+        keep_checkpoints: keep a finished sample's thread in checkpoints.sqlite
+            (for time-travel debugging). By default it is deleted once the sample
+            is in samples.jsonl, which holds every turn; the database then only
+            holds samples in flight instead of growing with the run.
+        restart: sample ids whose thread is discarded first, so they start over
+            (``--retry-errors`` after :meth:`RunDir.drop_samples`).
+    """
+    items = audit.items[:limit] if limit else list(audit.items)
+    finished = run.finished_ids()
+    todo = [it for it in items if it.id not in finished]
+    run_cfg = {"mode": mode, "modality": modality, "base_dir": str(audit.base_dir)}
+    context = AuditContext(examinee=examinee, base_dir=str(audit.base_dir))
+    workers = 1 if examinee.interactive else max(1, int(concurrency))
+    queue: asyncio.Queue[AuditItem] = asyncio.Queue()
+    for it in todo:
+        queue.put_nowait(it)
+
+    append_lock = asyncio.Lock()  # one appender at a time; the fsync runs off the event loop
+
+    async with sqlite_checkpointer(run.checkpoint_path) as saver:
+        graph = build_graph(checkpointer=saver)
+        for sample_id in sorted(restart):
+            await saver.adelete_thread(run.thread_id(sample_id))
+
+        async def worker() -> None:
+            while True:
+                try:
+                    item = queue.get_nowait()
+                except asyncio.QueueEmpty:
+                    return
+                row = await _run_sample(graph, run, item, run_cfg, context, ask_human)
+                async with append_lock:
+                    appended = await asyncio.to_thread(run.append_sample, row)
+                if appended and on_sample is not None:
+                    on_sample(row)
+                if not keep_checkpoints:  # only after the line is safely on disk
+                    await saver.adelete_thread(run.thread_id(item.id))
+
+        tasks = [asyncio.create_task(worker()) for _ in range(min(workers, len(todo)) or 0)]
+        try:
+            await asyncio.gather(*tasks)
+        except BaseException:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
+    return write_results(run, items)
+
+
+def write_results(run: RunDir, items: list[AuditItem]) -> dict[str, Any]:
+    """Metrics over the finished samples of ``items``; written atomically to results.json."""
+    wanted = {it.id for it in items}
+    rows = [r for r in run.samples() if r["id"] in wanted]
+    results = {"run_id": run.run_id, "n_items": len(items), "n_finished": len(rows),
+               "complete": len(rows) == len(items), **summarize(rows)}
+    run.write_results(results)
+    return results

@@ -1,0 +1,1 @@
+"""Test helpers shared by the audit tests: a mock OpenAI server and audit-item generators."""

@@ -1,0 +1,43 @@
+"""Run folder I/O: header identity, torn tails, duplicates, the key never written."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ecgtrace.errors import RunError
+from ecgtrace.runlog import RunDir, load_run_samples, read_header
+
+IDENTITY = {"dataset_sha256": "abc", "model": "oracle", "mode": "teacher"}
+
+
+def test_header_is_written_once_and_checked(tmp_path):
+    run = RunDir.open(tmp_path / "r", IDENTITY, {"api_key_env": "OPENAI_API_KEY"})
+    header = read_header(tmp_path / "r")
+    assert header["identity"] == IDENTITY and header["run_id"] == run.run_id and "versions" in header
+    again = RunDir.open(tmp_path / "r", dict(IDENTITY), {"concurrency": 99})  # settings may change
+    assert again.run_id == run.run_id
+    with pytest.raises(RunError, match="different dataset/config.*model"):
+        RunDir.open(tmp_path / "r", {**IDENTITY, "model": "random"})
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "notes.txt").write_text("x")
+    with pytest.raises(RunError, match="not empty"):
+        RunDir.open(tmp_path / "other", IDENTITY)
+
+
+def test_torn_tail_is_cut_and_ids_are_appended_once(tmp_path):
+    run = RunDir.open(tmp_path / "r", IDENTITY)
+    assert run.append_sample({"id": "a", "turns": []})
+    assert not run.append_sample({"id": "a", "turns": []})  # never twice
+    with open(run.samples_path, "a") as handle:
+        handle.write('{"id": "b", "tur')  # killed mid-append
+    run = RunDir.open(tmp_path / "r", IDENTITY)
+    assert run.finished_ids() == {"a"}
+    assert run.append_sample({"id": "b", "turns": []})
+    lines = run.samples_path.read_text().splitlines()
+    assert [json.loads(line)["id"] for line in lines] == ["a", "b"]
+    with open(run.samples_path, "a") as handle:  # a duplicate line (e.g. copied by hand) is read once
+        handle.write(lines[0] + "\n")
+    _, rows = load_run_samples(tmp_path / "r")
+    assert [r["id"] for r in rows] == ["a", "b"]
