@@ -1,0 +1,250 @@
+"""Delineation accuracy against cardiologists' marks: ecgtrace vs neurokit2 ``dwt``.
+
+References (in ``../shared/data``):
+* QTDB ``.q1c`` (cardiologist 1, about 30 annotated beats per record, marks
+  made looking at both leads). Only the annotated stretches are delineated
+  (segments of marks, padded by 2 s). The error of a mark is taken on the lead
+  that is closer to it ("best lead", as Martinez et al. 2004 and most QTDB
+  papers do); ``--qtdb-lead first`` uses the first lead only.
+* LUDB per-lead files ``data/<n>.<lead>`` (records 1-120 here, 12 leads, 10 s).
+
+Both delineators get the same window and the same R peaks (the project's beat
+detector, ``ecgtrace.tools.measure.detect_window_beats``). For each reference
+mark the nearest mark of the same type within
+``--tol-ms`` (default 150 ms) counts as found; we print the mean and SD of
+(detected - reference) in ms and the share of reference marks found. The SD
+targets are the CSE tolerances (2 SD_CSE): P on 10.2, P off 12.7, QRS on 6.5,
+QRS off 11.6, T off 30.6 ms.
+
+    .venv/bin/python benchmarks/delineation.py --limit 5
+    nice -n 10 .venv/bin/python benchmarks/delineation.py            # everything
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import warnings
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+from ecgtrace.tools.measure import delineate, detect_window_beats
+from ecgtrace.tools.records import open_record, read_samples
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT.parent / "shared" / "data"
+POINTS = ("p_on", "p_off", "qrs_on", "qrs_off", "t_off")
+LABELS = {"p_on": "P on", "p_off": "P off", "qrs_on": "QRS on", "qrs_off": "QRS off", "t_off": "T off"}
+CSE_SD_MS = {"p_on": 10.2, "p_off": 12.7, "qrs_on": 6.5, "qrs_off": 11.6, "t_off": 30.6}
+NK_KEYS = {"p_on": "ECG_P_Onsets", "p_off": "ECG_P_Offsets", "qrs_on": "ECG_R_Onsets", "qrs_off": "ECG_R_Offsets", "t_off": "ECG_T_Offsets"}
+SHORT = {"ecgtrace": "ours", "neurokit2 dwt": "nk dwt"}
+LUDB_LEADS = ("i", "ii", "iii", "avr", "avl", "avf", "v1", "v2", "v3", "v4", "v5", "v6")
+
+
+def reference_marks(base: Path, extension: str) -> dict[str, np.ndarray]:
+    """Onsets/offsets of P, QRS and T from a QTDB/LUDB-style annotation file ('(' peak ')')."""
+    import wfdb
+
+    ann = wfdb.rdann(str(base), extension)
+    samples, symbols = list(ann.sample), list(ann.symbol)
+    marks: dict[str, list[int]] = defaultdict(list)
+
+    def wave(symbol: str) -> str | None:
+        if symbol == "p":
+            return "p"
+        if symbol == "t":
+            return "t"
+        if symbol in ("u", "(", ")"):
+            return None
+        return "qrs"
+
+    for k, (s, sym) in enumerate(zip(samples, symbols)):
+        if sym == "(" and k + 1 < len(symbols) and (w := wave(symbols[k + 1])):
+            marks[f"{w}_on"].append(int(s))
+        elif sym == ")" and k > 0 and (w := wave(symbols[k - 1])):
+            marks[f"{w}_off"].append(int(s))
+    return {k: np.asarray(v, dtype=np.int64) for k, v in marks.items()}
+
+
+def ours(window, beats) -> list[dict[str, np.ndarray]]:
+    result = delineate(window, beats)
+    return [{k: f.points[k][f.points[k] >= 0] for k in POINTS} for f in result.per_lead.values()]
+
+
+def neurokit_dwt(window, beats) -> list[dict[str, np.ndarray]]:
+    import neurokit2 as nk
+
+    out = []
+    local = beats - window.sampfrom
+    for j in range(window.signal_mv.shape[1]):
+        marks = {k: np.zeros(0, dtype=np.int64) for k in POINTS}
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                clean = nk.ecg_clean(window.signal_mv[:, j].astype(np.float64), sampling_rate=window.fs_hz)
+                _, waves = nk.ecg_delineate(clean, rpeaks=local, sampling_rate=window.fs_hz, method="dwt")
+            for k, key in NK_KEYS.items():
+                v = np.asarray(waves.get(key, []), dtype=np.float64)
+                marks[k] = v[np.isfinite(v)].astype(np.int64) + window.sampfrom
+        except Exception as exc:  # neurokit2 fails on some windows; count its marks as missing
+            print(f"  neurokit2 dwt failed on lead {window.leads[j]}: {type(exc).__name__}: {str(exc)[:80]}", file=sys.stderr)
+        out.append(marks)
+    return out
+
+
+def nearest_errors(ref: np.ndarray, det: np.ndarray, tol: int) -> np.ndarray:
+    """Signed error (samples) of the nearest detection per reference mark; NaN when none within tol."""
+    err = np.full(ref.size, np.nan)
+    if det.size == 0 or ref.size == 0:
+        return err
+    det = np.sort(det)
+    idx = np.clip(np.searchsorted(det, ref), 1, det.size - 1) if det.size > 1 else np.zeros(ref.size, dtype=np.int64)
+    cand = np.stack([det[np.maximum(idx - 1, 0)], det[idx]])
+    diff = cand - ref[None, :]
+    best = diff[np.argmin(np.abs(diff), axis=0), np.arange(ref.size)]
+    ok = np.abs(best) <= tol
+    err[ok] = best[ok]
+    return err
+
+
+def segments(marks: dict[str, np.ndarray], fs: float, gap_s: float = 3.0) -> list[tuple[int, int]]:
+    allm = np.sort(np.concatenate([v for v in marks.values() if v.size])) if marks else np.zeros(0)
+    if allm.size == 0:
+        return []
+    cuts = np.flatnonzero(np.diff(allm) > gap_s * fs)
+    starts = np.r_[allm[0], allm[cuts + 1]]
+    stops = np.r_[allm[cuts], allm[-1]]
+    return list(zip(starts.tolist(), stops.tolist()))
+
+
+class Tally:
+    def __init__(self) -> None:
+        self.errors: dict[str, list[float]] = defaultdict(list)
+        self.total: dict[str, int] = defaultdict(int)
+
+    def add(self, point: str, errors_ms: np.ndarray) -> None:
+        self.total[point] += errors_ms.size
+        self.errors[point].extend(errors_ms[np.isfinite(errors_ms)].tolist())
+
+    def row(self, point: str) -> tuple[float, float, float, int]:
+        e = np.asarray(self.errors[point])
+        n = self.total[point]
+        if e.size == 0:
+            return float("nan"), float("nan"), 0.0, n
+        return float(e.mean()), float(e.std()), e.size / max(n, 1), n
+
+
+def run_qtdb(limit: int | None, tol_ms: float, lead_rule: str, tallies: dict[str, Tally], records: list[str] | None = None) -> int:
+    files = sorted((DATA / "qtdb").glob("*.q1c"))
+    if records:
+        files = [f for f in files if f.stem in records]
+    files = files[:limit] if limit else files
+    for f in files:
+        base = f.with_suffix("")
+        info = open_record(base, check_leads=False)
+        ref = reference_marks(base, "q1c")
+        fs = info.fs_hz
+        tol = int(round(tol_ms * fs / 1000.0))
+        for a, b in segments(ref, fs):
+            s0, s1 = max(a - int(2 * fs), 0), min(b + int(2 * fs), info.n_samples)
+            window = read_samples(info, s0, s1)
+            beats = detect_window_beats(window)[0]
+            for name, fn in (("ecgtrace", ours), ("neurokit2 dwt", neurokit_dwt)):
+                per_lead = fn(window, beats)
+                if lead_rule == "first":
+                    per_lead = per_lead[:1]
+                for point in POINTS:
+                    r = ref.get(point, np.zeros(0, dtype=np.int64))
+                    r = r[(r >= a) & (r <= b)]
+                    errs = np.stack([nearest_errors(r, marks[point], tol) for marks in per_lead])
+                    absd = np.where(np.isfinite(errs), np.abs(errs), np.inf)
+                    pick = np.argmin(absd, axis=0)
+                    best = errs[pick, np.arange(r.size)]
+                    tallies[name].add(point, best * 1000.0 / fs)
+    return len(files)
+
+
+def run_ludb(limit: int | None, tol_ms: float, tallies: dict[str, Tally], leads: tuple[str, ...]) -> int:
+    folder = DATA / "ludb" / "data"
+    numbers = sorted(int(p.stem) for p in folder.glob("*.hea"))
+    numbers = numbers[:limit] if limit else numbers
+    for number in numbers:
+        base = folder / str(number)
+        info = open_record(base, check_leads=False)
+        fs = info.fs_hz
+        tol = int(round(tol_ms * fs / 1000.0))
+        window = read_samples(info, 0, info.n_samples)
+        beats = detect_window_beats(window)[0]
+        names = [n.lower() for n in info.leads]
+        results = {name: fn(window, beats) for name, fn in (("ecgtrace", ours), ("neurokit2 dwt", neurokit_dwt))}
+        for lead in leads:
+            if lead not in names or not Path(f"{base}.{lead}").exists():
+                continue
+            j = names.index(lead)
+            ref = reference_marks(base, lead)
+            for name, per_lead in results.items():
+                for point in POINTS:
+                    r = ref.get(point, np.zeros(0, dtype=np.int64))
+                    tallies[name].add(point, nearest_errors(r, per_lead[j][point], tol) * 1000.0 / fs)
+    return len(numbers)
+
+
+def print_table(title: str, tallies: dict[str, Tally]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=title)
+    table.add_column("point")
+    table.add_column("CSE SD", justify="right")
+    for name in tallies:
+        for col in ("mean", "SD", "found"):
+            table.add_column(f"{SHORT.get(name, name)} {col}", justify="right")
+    table.add_column("marks", justify="right")
+    for point in POINTS:
+        cells = [LABELS[point], f"{CSE_SD_MS[point]:.1f}"]
+        n = 0
+        for tally in tallies.values():
+            mean, sd, found, n = tally.row(point)
+            ok = "[green]" if sd <= CSE_SD_MS[point] else "[red]"
+            cells += [f"{mean:+.1f}", f"{ok}{sd:.1f}[/]", f"{100 * found:.1f}%"]
+        cells.append(str(n))
+        table.add_row(*cells)
+    Console(width=160).print(table)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--limit", type=int, default=None, help="records per database (quick run)")
+    parser.add_argument("--db", choices=("qtdb", "ludb", "both"), default="both")
+    parser.add_argument("--tol-ms", type=float, default=150.0)
+    parser.add_argument("--qtdb-lead", choices=("best", "first"), default="best")
+    parser.add_argument("--ludb-leads", default=",".join(LUDB_LEADS), help="comma-separated LUDB leads (default: all 12)")
+    parser.add_argument("--records", default=None, help="comma-separated QTDB record names (e.g. sel100,sel102)")
+    parser.add_argument("--no-nk", action="store_true", help="skip neurokit2 (faster)")
+    args = parser.parse_args(argv)
+    if not DATA.exists():
+        print(f"no shared data at {DATA}", file=sys.stderr)
+        return 2
+    global neurokit_dwt
+    names = ["ecgtrace"] if args.no_nk else ["ecgtrace", "neurokit2 dwt"]
+    if args.no_nk:
+        neurokit_dwt = lambda window, beats: [{k: np.zeros(0, dtype=np.int64) for k in POINTS} for _ in window.leads]  # noqa: E731
+    if args.db in ("qtdb", "both"):
+        tallies = {n: Tally() for n in ["ecgtrace", "neurokit2 dwt"]}
+        t = time.perf_counter()
+        n = run_qtdb(args.limit, args.tol_ms, args.qtdb_lead, tallies, args.records.split(",") if args.records else None)
+        print_table(f"QTDB q1c, {n} records, {args.qtdb_lead} lead, +-{args.tol_ms:g} ms ({time.perf_counter() - t:.0f} s)", {k: tallies[k] for k in names})
+    if args.db in ("ludb", "both"):
+        tallies = {n: Tally() for n in ["ecgtrace", "neurokit2 dwt"]}
+        t = time.perf_counter()
+        leads = tuple(x.strip().lower() for x in args.ludb_leads.split(",") if x.strip())
+        n = run_ludb(args.limit, args.tol_ms, tallies, leads)
+        print_table(f"LUDB, {n} records, leads {','.join(leads) if len(leads) < 12 else 'all 12'}, +-{args.tol_ms:g} ms ({time.perf_counter() - t:.0f} s)", {k: tallies[k] for k in names})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

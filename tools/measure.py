@@ -1,0 +1,302 @@
+"""Per-lead wave delineation and interval/amplitude measurements on one window.
+
+Only the window is processed (never a whole Holter record). The beats are the
+caller's R peaks (reference ``.atr`` or the beat detector) or, when none are
+given, the peaks found by a small multi-lead detector inside the window.
+
+* :func:`delineate` -> :class:`Delineation`: per lead and per beat, P onset /
+  peak / offset, QRS onset, main QRS peak, QRS offset, T onset / peak / offset
+  (absolute sample indices, -1 when absent) and amplitudes in mV.
+* :func:`measure_window` -> :class:`WindowMeasurements`: per lead PR, QRS, QT,
+  QTc (Bazett, Fridericia), RR (ms); P, R, S, T amplitudes and the ST level at
+  J+60 ms (mV); P wave present or absent; the median beat. Each value is the
+  median over beats and lists the beats (R-peak sample indices) it came from.
+* Multi-lead rules in :func:`delineate`: P waves are kept in every lead when at
+  least a quarter of the leads (at least one) show them clearly
+  (:func:`~ecgtrace.tools._delineate.p_wave_rule`), removed everywhere
+  otherwise (AF); with 3+ leads, a boundary more than ``CROSS_LEAD_LIMIT_MS``
+  from the median of the leads is moved to that median.
+* :func:`write_waves`: the fiducials as a WFDB annotation file in the QT
+  database convention ('(' onset, 'p'/'N'/'t' peak, ')' offset; ``num`` = 0 for
+  P, 1 for QRS, 2 for T on the onset/offset marks; ``chan`` = lead index).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ecgtrace.errors import EcgTraceError
+from ecgtrace.tools._delineate import AMPLITUDES, POINTS, DelineationParams, clear_p_marks, delineate_lead, p_wave_rule, preprocess
+from ecgtrace.tools._delineate_measures import LeadMeasurements, WindowMeasurements, measure_delineation
+from ecgtrace.tools.records import SignalWindow
+
+MEASURE_VERSION = "1"
+CROSS_LEAD_MIN_LEADS = 3
+P_LEAD_SHARE = 0.25
+CROSS_LEAD_LIMIT_MS = {"p_on": 16.0, "p_off": 16.0, "qrs_on": 10.0, "qrs_off": 10.0, "t_on": 40.0, "t_off": 30.0}
+_WAVE_MARKS = (("p_on", "(", 0), ("p_peak", "p", 0), ("p_off", ")", 0), ("qrs_on", "(", 1), ("r_peak", "N", 1), ("qrs_off", ")", 1), ("t_on", "(", 2), ("t_peak", "t", 0), ("t_off", ")", 2))
+
+
+@dataclass(frozen=True)
+class LeadFiducials:
+    """One lead's marks: ``points[name][k]`` is the absolute sample of beat k's mark (-1: none)."""
+
+    lead: str
+    points: dict[str, np.ndarray]
+    amplitudes_mv: dict[str, np.ndarray]
+    p_present: np.ndarray
+    p_wave: dict[str, Any] = field(default_factory=dict)  # the lead-level P decision (see _delineate.p_wave_rule)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "lead": self.lead,
+            "points": {k: [int(v) for v in arr] for k, arr in self.points.items()},
+            "amplitudes_mv": {k: [None if not np.isfinite(v) else round(float(v), 4) for v in arr] for k, arr in self.amplitudes_mv.items()},
+            "p_present": [bool(v) for v in self.p_present],
+            "p_wave": dict(self.p_wave),
+        }
+
+
+@dataclass(frozen=True)
+class Delineation:
+    """Fiducials of every lead of a window, for the beats ``beat_samples`` (absolute)."""
+
+    fs_hz: float
+    sampfrom: int
+    n_samples: int
+    leads: tuple[str, ...]
+    beat_samples: np.ndarray
+    beat_source: str  # "given" or "detected: <detector>"
+    per_lead: dict[str, LeadFiducials]
+    params: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def provenance(self) -> dict[str, Any]:
+        return {
+            "source": "computed",
+            "method": "ecgtrace.measure.delineate",
+            "version": MEASURE_VERSION,
+            "params": {"beats": self.beat_source, "fs_hz": float(self.fs_hz), **self.params},
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "fs_hz": float(self.fs_hz),
+            "sampfrom": int(self.sampfrom),
+            "n_samples": int(self.n_samples),
+            "leads": list(self.leads),
+            "beat_samples": [int(b) for b in self.beat_samples],
+            "per_lead": {lead: f.to_json() for lead, f in self.per_lead.items()},
+            "provenance": self.provenance,
+        }
+
+
+# --------------------------------------------------------------------------- beats
+
+
+def detect_r_peaks(signal_mv: np.ndarray, fs_hz: float) -> np.ndarray:
+    """R peaks (local sample indices) in a short multi-lead window.
+
+    Slope energy (5-18 Hz band, squared derivative, 100 ms moving mean) is
+    normalized per lead and summed; peaks at least 250 ms apart above 30% of the
+    window's 99th percentile are beats, each placed on the largest absolute
+    deflection of the strongest lead within +-80 ms. Good enough for a 10 s
+    window; the Holter detector (:mod:`ecgtrace.tools.beats`) is better on
+    long, noisy records.
+    """
+    from scipy.signal import butter, find_peaks, sosfiltfilt
+
+    x = np.asarray(signal_mv, dtype=np.float64)
+    if x.ndim == 1:
+        x = x[:, None]
+    n = x.shape[0]
+    if n < int(0.5 * fs_hz):
+        return np.zeros(0, dtype=np.int64)
+    x = np.where(np.isfinite(x), x, 0.0)
+    high = min(18.0, 0.45 * fs_hz)
+    bp = sosfiltfilt(butter(2, (5.0, high), btype="bandpass", fs=fs_hz, output="sos"), x, axis=0)
+    energy = np.gradient(bp, axis=0) ** 2
+    width = max(int(0.1 * fs_hz), 1)
+    kernel = np.ones(width) / width
+    energy = np.column_stack([np.convolve(energy[:, j], kernel, mode="same") for j in range(x.shape[1])])
+    scale = np.percentile(energy, 99, axis=0)
+    use = scale > 0
+    if not use.any():
+        return np.zeros(0, dtype=np.int64)
+    fused = (energy[:, use] / scale[use]).sum(axis=1) / use.sum()
+    peaks, _ = find_peaks(fused, height=0.3 * np.percentile(fused, 99), distance=max(int(0.25 * fs_hz), 1))
+    best = int(np.argmax(np.where(use, scale, 0)))
+    y = x[:, best] - np.median(x[:, best])
+    half = int(0.08 * fs_hz)
+    out = []
+    for pk in peaks:
+        a, b = max(pk - half, 0), min(pk + half + 1, n)
+        out.append(a + int(np.argmax(np.abs(y[a:b]))))
+    return np.unique(np.asarray(out, dtype=np.int64))
+
+
+def detect_window_beats(window: SignalWindow) -> tuple[np.ndarray, str]:
+    """R peaks (absolute samples) of a window and the detector used.
+
+    The project's Holter detector (:func:`ecgtrace.tools.beats.detect_beats_array`)
+    when it is importable and accepts the window; :func:`detect_r_peaks` otherwise.
+    """
+    try:
+        from ecgtrace.tools.beats import detect_beats_array
+
+        table = detect_beats_array(window.signal_mv, window.fs_hz, lead_names=window.leads)
+        return np.asarray(table.samples, dtype=np.int64) + window.sampfrom, "detected: ecgtrace.tools.beats"
+    except (ImportError, EcgTraceError, ValueError):
+        return detect_r_peaks(window.signal_mv, window.fs_hz) + window.sampfrom, "detected: measure.detect_r_peaks"
+
+
+def _beats_for(window: SignalWindow, beat_samples: np.ndarray | None) -> tuple[np.ndarray, str]:
+    n = window.signal_mv.shape[0]
+    if beat_samples is None:
+        return detect_window_beats(window)
+    beats = np.asarray(beat_samples, dtype=np.int64).ravel()
+    beats = np.unique(beats[(beats >= window.sampfrom) & (beats < window.sampfrom + n)])
+    return beats, "given"
+
+
+# --------------------------------------------------------------------------- delineation
+
+
+def _cross_lead_correction(results: list[dict[str, np.ndarray]], fs_hz: float) -> int:
+    """Move a lead's boundary that strays from the median of all leads back to that median.
+
+    Per beat and boundary type, a mark farther than ``CROSS_LEAD_LIMIT_MS`` from
+    the median over the leads that have it is replaced by the median (leads
+    keep their own marks otherwise). Returns how many marks moved.
+    """
+    moved = 0
+    for name, limit_ms in CROSS_LEAD_LIMIT_MS.items():
+        marks = np.stack([r[name] for r in results]).astype(np.float64)
+        marks[marks < 0] = np.nan
+        have = np.isfinite(marks).sum(axis=0)
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            med = np.nanmedian(marks, axis=0)
+        limit = limit_ms * fs_hz / 1000.0
+        stray = np.isfinite(marks) & (np.abs(marks - med[None, :]) > limit) & (have[None, :] >= CROSS_LEAD_MIN_LEADS)
+        for j, r in enumerate(results):
+            idx = np.flatnonzero(stray[j])
+            r[name][idx] = np.round(med[idx]).astype(np.int64)
+            moved += idx.size
+    return moved
+
+
+def delineate(
+    window: SignalWindow,
+    beat_samples: np.ndarray | None = None,
+    *,
+    params: DelineationParams | None = None,
+    cross_lead: bool = True,
+) -> Delineation:
+    """Delineate every lead of ``window`` around the beats.
+
+    Args:
+        window: the signal (mV) and its ``fs_hz``.
+        beat_samples: absolute R-peak sample indices (beats outside the window
+            are dropped); None detects them in the window.
+        params: delineation constants (defaults tuned on QTDB and LUDB).
+        cross_lead: with 3 or more leads, pull a lead's boundary that strays
+            from the median of the leads back to it (see ``CROSS_LEAD_LIMIT_MS``).
+    """
+    if window.fs_hz <= 0:
+        raise EcgTraceError(f"fs_hz must be > 0, got {window.fs_hz}")
+    signal = np.asarray(window.signal_mv)
+    if signal.ndim != 2 or signal.shape[1] != len(window.leads):
+        raise EcgTraceError(f"window signal must be (n_samples, {len(window.leads)} leads), got {signal.shape}")
+    beats, source = _beats_for(window, beat_samples)
+    local = beats - window.sampfrom
+    p = params or DelineationParams()
+    results = [delineate_lead(signal[:, j], window.fs_hz, local, p) for j in range(len(window.leads))]
+    p_waves = [p_wave_rule(res, window.fs_hz, p) for res in results]
+    # P waves belong to the rhythm: they are kept in every lead when at least a quarter of
+    # the leads (at least one) show them clearly, and removed everywhere otherwise (AF)
+    votes = sum(bool(pw["present"]) for pw in p_waves)
+    window_p = votes >= max(1, math.ceil(P_LEAD_SHARE * len(p_waves)))
+    for res, pw in zip(results, p_waves):
+        pw["window_present"] = bool(window_p)
+        if not window_p:
+            clear_p_marks(res)
+    corrected = _cross_lead_correction(results, window.fs_hz) if cross_lead and len(results) >= CROSS_LEAD_MIN_LEADS else 0
+    per_lead = {}
+    for lead, res, p_wave in zip(window.leads, results, p_waves):
+        points = {k: np.where(res[k] >= 0, res[k] + window.sampfrom, -1) for k in POINTS}
+        per_lead[lead] = LeadFiducials(lead=lead, points=points, amplitudes_mv={k: res[k] for k in AMPLITUDES}, p_present=res["p_present"], p_wave=p_wave)
+    return Delineation(
+        fs_hz=float(window.fs_hz),
+        sampfrom=int(window.sampfrom),
+        n_samples=int(signal.shape[0]),
+        leads=tuple(window.leads),
+        beat_samples=beats,
+        beat_source=source,
+        per_lead=per_lead,
+        params={"delineation": p.to_json(), "cross_lead": bool(cross_lead and len(results) >= CROSS_LEAD_MIN_LEADS), "cross_lead_corrected": int(corrected)},
+    )
+
+
+def write_waves(delineation: Delineation, out_dir: str | os.PathLike[str], record: str, extension: str = "waves") -> Path:
+    """Write ``out_dir/<record>.<extension>`` (WFDB annotations, QTDB convention); ``chan`` = lead index."""
+    import wfdb
+
+    rows = []
+    for chan, lead in enumerate(delineation.leads):
+        pts = delineation.per_lead[lead].points
+        for k in range(delineation.beat_samples.size):
+            for wave in (("p_on", "p_peak", "p_off"), ("qrs_on", "r_peak", "qrs_off"), ("t_on", "t_peak", "t_off")):
+                if pts[wave[1]][k] < 0:
+                    continue
+                for name, symbol, num in _WAVE_MARKS:
+                    if name in wave and pts[name][k] >= 0:
+                        rows.append((int(pts[name][k]), chan, wave.index(name), symbol, num))
+    rows.sort()
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    if not rows:
+        raise EcgTraceError(f"{record}: no waves were delineated in this window; nothing to write")
+    wfdb.wrann(
+        record,
+        extension,
+        sample=np.array([r[0] for r in rows], dtype=np.int64),
+        symbol=[r[3] for r in rows],
+        subtype=np.zeros(len(rows), dtype=np.int64),
+        chan=np.array([r[1] for r in rows], dtype=np.int64),
+        num=np.array([r[4] for r in rows], dtype=np.int64),
+        fs=delineation.fs_hz,
+        write_dir=str(out),
+    )
+    return out / f"{record}.{extension}"
+
+
+# --------------------------------------------------------------------------- measurements
+
+
+def measure_window(window: SignalWindow, beat_samples: np.ndarray | None = None, *, params: DelineationParams | None = None) -> WindowMeasurements:
+    """Delineate the window and summarize each lead (medians over beats, with the beats used)."""
+    delineation = delineate(window, beat_samples, params=params)
+    return measure_delineation(window, delineation)
+
+
+__all__ = [
+    "Delineation",
+    "DelineationParams",
+    "LeadFiducials",
+    "LeadMeasurements",
+    "WindowMeasurements",
+    "delineate",
+    "detect_r_peaks",
+    "detect_window_beats",
+    "measure_window",
+    "preprocess",
+    "write_waves",
+]
