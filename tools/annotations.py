@@ -141,6 +141,10 @@ def read_reference_annotations(
     symbols = np.asarray(ann.symbol, dtype=object)
     aux = list(ann.aux_note) if ann.aux_note is not None else [""] * samples.size
     length = n_samples or header_len or (int(samples.max()) + 1 if samples.size else 0)
+    if samples.size and length and samples.max() == length:
+        # some databases (CPSC 2021) mark the sample just past the end; such a mark holds no beat
+        keep = samples < length
+        samples, symbols, aux = samples[keep], symbols[keep], [a for a, k in zip(aux, keep) if k]
     if samples.size and (samples.min() < 0 or (length and samples.max() >= length)):
         raise AnnotationError(
             f"{ann_file}: annotations reach sample {int(samples.max())} but the record has {length} samples; "

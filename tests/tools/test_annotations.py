@@ -92,3 +92,11 @@ def test_synthetic_annotations_equal_schedule(synth_record):
     for event in schedule["events"]:
         if "rhythm_note" in event:
             assert (event["rhythm_note"][1:], event["onset_ms"]) in intervals, event
+
+
+def test_cpsc2021_mark_just_past_the_end_is_tolerated(shared_data):
+    """CPSC 2021 files put a mark one sample past the last one; it is dropped, not an error."""
+    for path in sorted((shared_data / "cpsc2021").glob("*.atr")):
+        ann = read_reference_annotations(path.with_suffix(""))
+        assert ann.beat_samples.size > 0
+        assert ann.beat_samples.max() < ann.n_samples

@@ -1,0 +1,122 @@
+"""AF/flutter detection on constructed RR streams and on LTAFDB reference beats."""
+
+from __future__ import annotations
+
+import json
+import numpy as np
+import pytest
+
+from ecgtrace.tools.af import DEFAULT_AF_PARAMS, detect_af, score_af_episodes
+
+FS = 250.0
+
+
+def _stream(segments: list[tuple[str, int]], seed: int = 0) -> tuple[np.ndarray, list[tuple[int, int]]]:
+    """Beat samples for segments of ('sinus'|'af', n_beats); returns samples and AF beat ranges."""
+    rng = np.random.default_rng(seed)
+    rr_ms: list[float] = []
+    af_ranges = []
+    for kind, n in segments:
+        start = len(rr_ms)
+        if kind == "sinus":
+            base = 800 + 40 * np.sin(np.arange(n) / 15.0)  # slow sinus arrhythmia
+            rr_ms.extend((base + rng.normal(0, 5, n)).tolist())
+        else:
+            rr_ms.extend(rng.uniform(420, 1000, n).tolist())
+            af_ranges.append((start + 1, start + n))  # beat k ends RR k-1
+    samples = np.concatenate([[500], 500 + np.cumsum(np.round(np.array(rr_ms) * FS / 1000.0))]).astype(np.int64)
+    return samples, af_ranges
+
+
+def test_one_af_episode_between_sinus_segments():
+    samples, [(first, last)] = _stream([("sinus", 300), ("af", 300), ("sinus", 300)])
+    res = detect_af(samples, FS)
+    assert len(res.episodes) == 1
+    ep = res.episodes[0]
+    assert abs(ep["first_beat"] - first) <= 6 and abs(ep["last_beat"] - last) <= 6
+    assert ep["onset_ms"] == round(samples[ep["first_beat"]] * 1000 / FS)
+    assert res.beat_mask.sum() == ep["n_beats"] == ep["last_beat"] - ep["first_beat"] + 1
+    assert not res.beat_mask[:first - 10].any() and not res.beat_mask[last + 10:].any()
+    rr = np.diff(samples[ep["first_beat"] : ep["last_beat"] + 1]) / FS
+    assert ep["mean_rate_bpm"] == pytest.approx(60.0 / rr.mean(), rel=1e-3)
+    json.dumps(res.to_json())  # plain JSON, provenance included
+    assert res.provenance["source"] == "detected" and res.provenance["params"]["min_episode_s"] == 30.0
+
+
+def test_sinus_with_isolated_and_frequent_ectopics_is_not_af():
+    samples, _ = _stream([("sinus", 1200)], seed=1)
+    classes = np.full(samples.size, "N", dtype="<U1")
+    s = samples.astype(np.float64)
+    for k in range(20, samples.size - 2, 9):  # PVC every 9 beats: early beat, compensatory pause
+        s[k] -= 0.3 * (s[k] - s[k - 1])
+        classes[k] = "V"
+    samples2 = np.round(s).astype(np.int64)
+    assert detect_af(samples2, FS, beat_classes=classes).episodes == []
+    # atrial bigeminy labelled S is excluded too
+    s = samples.astype(np.float64)
+    classes = np.full(samples.size, "N", dtype="<U1")
+    s[1:-1:2] -= 0.25 * (s[1:-1:2] - s[0:-2:2])
+    classes[1:-1:2] = "S"
+    assert detect_af(np.round(s).astype(np.int64), FS, beat_classes=classes).episodes == []
+
+
+def test_p_waves_veto_and_min_duration():
+    samples, [(first, last)] = _stream([("sinus", 200), ("af", 200), ("sinus", 200)], seed=2)
+    p_present = np.ones(samples.size, dtype=bool)
+    assert detect_af(samples, FS, p_wave_present=p_present).episodes == []
+    p_present[first:last + 1] = False
+    assert len(detect_af(samples, FS, p_wave_present=p_present).episodes) == 1
+    # unknown P (NaN) behaves as no information
+    p_nan = np.full(samples.size, np.nan)
+    assert len(detect_af(samples, FS, p_wave_present=p_nan).episodes) == 1
+    short, _ = _stream([("sinus", 200), ("af", 25), ("sinus", 200)], seed=3)  # ~18 s of AF
+    assert detect_af(short, FS).episodes == []
+    assert len(detect_af(short, FS, min_episode_s=10.0, window_beats=16).episodes) == 1
+
+
+def test_edge_cases_and_parameters():
+    assert detect_af(np.array([], dtype=np.int64), FS).episodes == []
+    assert detect_af(np.array([10, 200, 400]), FS).beat_mask.tolist() == [False] * 3
+    with pytest.raises(TypeError):
+        detect_af(np.arange(10) * 200, FS, not_a_threshold=1)
+    with pytest.raises(ValueError):
+        detect_af(np.arange(10) * 200, 0.0)
+    assert set(DEFAULT_AF_PARAMS) >= {"min_episode_s", "window_beats", "succ_diff_frac"}
+
+
+@pytest.mark.parametrize(
+    "record, min_dur_se, min_dur_ppv",
+    [("00", 0.96, 0.99), ("01", 0.97, 0.97), ("03", 0.95, 0.97)],
+)
+def test_ltafdb_reference_beats(shared_data, record, min_dur_se, min_dur_ppv):
+    from ecgtrace.tools.annotations import read_reference_annotations
+
+    ann = read_reference_annotations(shared_data / "ltafdb" / record, "atr", fs_hz=128)
+    res = detect_af(ann.beat_samples, ann.fs_hz, beat_classes=ann.beat_classes)
+    ref = [iv for iv in ann.rhythm_intervals if iv["label"] in ("AFIB", "AFL")]
+    score = score_af_episodes(res.episodes, ref, min_reference_s=30.0)
+    assert score["duration_se"] >= min_dur_se
+    assert score["duration_ppv"] >= min_dur_ppv
+    assert score["episode_se"] >= 0.85
+
+
+def test_unlabelled_bigeminy_is_not_af():
+    """Short-long alternation without class labels: irregular at lag 1, vetoed by the turning-point rule."""
+    rng = np.random.default_rng(5)
+    rr = np.tile([480.0, 1120.0], 200) * (1 + rng.normal(0, 0.01, 400))
+    samples = np.concatenate([[0], np.cumsum(np.round(rr * FS / 1000.0))]).astype(np.int64)
+    assert detect_af(samples, FS).episodes == []
+    assert len(detect_af(samples, FS, max_turning_frac=1.0).episodes) == 1  # the veto is what rejects it
+
+
+def test_synthetic_record_af_episodes(synth_record):
+    from ecgtrace.tools.annotations import read_reference_annotations
+
+    ref = read_reference_annotations(synth_record.record_path, "atr")
+    res = detect_af(ref.beat_samples, ref.fs_hz, beat_classes=ref.beat_classes)
+    truth = [e for e in synth_record.schedule["events"] if e["kind"] == "af"]
+    assert len(res.episodes) == len(truth)
+    for got, want in zip(res.episodes, truth):
+        assert abs(got["first_beat"] - want["first_beat"]) <= 2 and abs(got["last_beat"] - want["last_beat"]) <= 2
+    score = score_af_episodes(res.episodes, truth)
+    assert score["duration_se"] >= 0.95 and score["duration_ppv"] == 1.0

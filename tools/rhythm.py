@@ -1,0 +1,267 @@
+"""Rhythm events from a classified beat stream: ectopy patterns, runs, pauses, AF, rate episodes.
+
+Input is a beat list (R-peak samples), its AAMI classes (``N S V F Q``) and
+the sampling rate; output is a list of plain-JSON event dicts whose ``kind``
+names match the synthetic schedule (:mod:`ecgtrace.tools._synth_schedule`), so
+counts compare directly.
+
+Conventions (the synthetic schedule is the arbiter):
+
+- ``pvc``/``pac`` are *isolated* ectopic beats only. Ectopic beats inside a
+  couplet, a run, bigeminy or trigeminy belong to that event and are not
+  counted again as ``pvc``/``pac`` (report totals of ectopic *beats* come from
+  the class counts instead).
+- A run of exactly 2 consecutive V (S) beats is a ``v_couplet`` (``s_couplet``);
+  3 or more V beats at a rate above ``vt_min_rate_bpm`` is ``vt`` (slower: ``ivr``,
+  idioventricular rhythm); 3 or more S beats is ``svt`` (rate above
+  ``svt_min_rate_bpm``, default 0 = any).
+- Bigeminy is a chain of at least ``bigeminy_min_cycles`` cycles ``N X`` (X an
+  isolated ectopic, one normal beat between consecutive ectopics); trigeminy a
+  chain of at least ``trigeminy_min_cycles`` cycles ``N N X``. The event spans
+  from the first normal beat of the first cycle to the last ectopic; an ectopic
+  not preceded by its normal beat(s) does not open a cycle (it stays isolated).
+- ``pause``: an RR interval longer than ``pause_min_s`` that does not overlap an
+  artifact span; the event is bounded by its two beats (``n_beats`` 2).
+- ``sinus_tachycardia``/``sinus_bradycardia``: runs of sinus beats (N, outside
+  AF, preceded by an N beat) whose running-median (``sinus_median_beats``)
+  instantaneous HR is above ``tachy_min_bpm`` / below ``brady_max_bpm``,
+  lasting at least ``sinus_min_s``; interruptions shorter than
+  ``sinus_merge_gap_s`` are bridged.
+- ``af``: the episodes of :func:`ecgtrace.tools.af.detect_af` (run on the beat
+  stream with its classes when ``af`` is not given).
+- ``noise``: each artifact span (no beats).
+- S-beat events inside AF are suppressed (premature atrial beats are not
+  defined in AF).
+
+Times: ``onset_ms``/``offset_ms`` are the R peaks of the first and last beat of
+the event, in ms from the record start.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ecgtrace.tools.af import AfResult, _runs, as_beat_samples, detect_af
+
+RHYTHM_VERSION = "1.0"
+
+DEFAULT_RHYTHM_PARAMS: dict[str, Any] = {
+    "vt_min_rate_bpm": 100.0,
+    "svt_min_rate_bpm": 0.0,
+    "bigeminy_min_cycles": 3,
+    "trigeminy_min_cycles": 3,
+    "pause_min_s": 2.0,
+    "tachy_min_bpm": 100.0,
+    "brady_max_bpm": 60.0,
+    "sinus_min_s": 30.0,
+    "sinus_median_beats": 5,
+    "sinus_merge_gap_s": 5.0,
+    "suppress_s_in_af": True,
+}
+
+#: Every kind :func:`detect_events` can emit.
+EVENT_KINDS: tuple[str, ...] = (
+    "af", "vt", "ivr", "svt", "s_run", "v_couplet", "s_couplet", "v_bigeminy", "v_trigeminy", "s_bigeminy",
+    "s_trigeminy", "pvc", "pac", "pause", "sinus_tachycardia", "sinus_bradycardia", "noise",
+)
+
+
+def rhythm_params(**overrides: Any) -> dict[str, Any]:
+    """Defaults merged with ``overrides``; unknown names raise ``TypeError``."""
+    unknown = set(overrides) - set(DEFAULT_RHYTHM_PARAMS)
+    if unknown:
+        raise TypeError(f"unknown rhythm parameter(s): {', '.join(sorted(unknown))}")
+    return {**DEFAULT_RHYTHM_PARAMS, **overrides}
+
+
+def _event(kind: str, samples: np.ndarray, first: int, last: int, fs_hz: float, provenance: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    onset, offset = int(samples[first]), int(samples[last])
+    n_beats = int(last - first + 1)
+    span_s = (offset - onset) / fs_hz
+    rate = round(60.0 * (n_beats - 1) / span_s, 1) if n_beats > 1 and span_s > 0 else None
+    event = {
+        "kind": kind,
+        "onset_sample": onset,
+        "offset_sample": offset,
+        "onset_ms": int(round(onset * 1000.0 / fs_hz)),
+        "offset_ms": int(round(offset * 1000.0 / fs_hz)),
+        "n_beats": n_beats,
+        "rate_bpm": rate,
+        "lead": None,
+        "first_beat": int(first),
+        "last_beat": int(last),
+        "provenance": provenance,
+    }
+    event.update(extra)
+    return event
+
+
+def _ectopic_events(samples: np.ndarray, is_x: np.ndarray, is_n: np.ndarray, fs_hz: float, p: dict[str, Any], prefix: str, prov: dict[str, Any]) -> list[dict[str, Any]]:
+    """Runs, couplets, bigeminy/trigeminy and isolated beats of one ectopic class."""
+    events: list[dict[str, Any]] = []
+    singles: list[int] = []
+    for first, last in _runs(is_x):
+        length = last - first + 1
+        if length == 1:
+            singles.append(first)
+        elif length == 2:
+            events.append(_event(f"{prefix}_couplet", samples, first, last, fs_hz, prov))
+        else:
+            span_s = (samples[last] - samples[first]) / fs_hz
+            rate = 60.0 * (length - 1) / span_s if span_s > 0 else float("inf")
+            if prefix == "v":
+                kind = "vt" if rate > p["vt_min_rate_bpm"] else "ivr"
+            else:
+                kind = "svt" if rate > p["svt_min_rate_bpm"] else "s_run"
+            events.append(_event(kind, samples, first, last, fs_hz, prov))
+    used: set[int] = set()
+
+    def has_normals(x: int, step: int) -> bool:
+        return x - (step - 1) >= 0 and bool(is_n[x - (step - 1) : x].all())
+
+    for step, name, min_cycles in ((2, "bigeminy", p["bigeminy_min_cycles"]), (3, "trigeminy", p["trigeminy_min_cycles"])):
+        chain: list[int] = []
+        for x in singles + [-10]:  # sentinel closes the last chain
+            if x in used:
+                x = -10
+            ok_link = bool(chain) and x - chain[-1] == step and bool(is_n[chain[-1] + 1 : x].all())
+            if ok_link:
+                chain.append(x)
+                continue
+            if chain and not has_normals(chain[0], step):
+                chain = chain[1:]  # the first ectopic lacks its normal beats: the chain starts at the next cycle
+            if chain:
+                first_n = chain[0] - (step - 1)
+                if len(chain) >= min_cycles:
+                    events.append(_event(f"{prefix}_{name}", samples, first_n, chain[-1], fs_hz, prov, cycles=len(chain)))
+                    used.update(chain)
+            chain = [x] if x >= 0 else []
+    iso = "pvc" if prefix == "v" else "pac"
+    events.extend(_event(iso, samples, x, x, fs_hz, prov) for x in singles if x not in used)
+    return events
+
+
+def _overlaps_any(a: int, b: int, spans: Sequence[tuple[int, int]]) -> bool:
+    return any(min(b, int(s1)) > max(a, int(s0)) for s0, s1 in spans)
+
+
+def _sinus_rate_events(samples: np.ndarray, classes: np.ndarray, af_mask: np.ndarray, artifact_spans: Sequence[tuple[int, int]], fs_hz: float, p: dict[str, Any], prov: dict[str, Any]) -> list[dict[str, Any]]:
+    from scipy.ndimage import median_filter
+
+    n = samples.size
+    if n < 3:
+        return []
+    sinus = (classes == "N") & ~af_mask
+    ok = np.zeros(n, dtype=bool)
+    ok[1:] = sinus[1:] & sinus[:-1]
+    if artifact_spans:
+        for s0, s1 in artifact_spans:
+            lo, hi = np.searchsorted(samples, [int(s0), int(s1)])
+            ok[max(lo, 1) : min(hi + 1, n)] = False  # beats in the span, and the RR that leaves it
+    idx = np.flatnonzero(ok)
+    if idx.size < 3:
+        return []
+    hr = 60.0 * fs_hz / (samples[idx] - samples[idx - 1]).astype(np.float64)
+    hr_med = median_filter(hr, size=max(1, min(int(p["sinus_median_beats"]), hr.size)), mode="nearest")
+    events: list[dict[str, Any]] = []
+    for kind, flag in (("sinus_tachycardia", hr_med > p["tachy_min_bpm"]), ("sinus_bradycardia", hr_med < p["brady_max_bpm"])):
+        merged: list[list[int]] = []
+        for a, b in _runs(flag):
+            first, last = int(idx[a]), int(idx[b])
+            if merged and (samples[first] - samples[merged[-1][1]]) / fs_hz < p["sinus_merge_gap_s"]:
+                merged[-1][1] = last
+            else:
+                merged.append([first, last])
+        for first, last in merged:
+            if (samples[last] - samples[first]) / fs_hz >= p["sinus_min_s"]:
+                events.append(_event(kind, samples, first, last, fs_hz, prov))
+    return events
+
+
+def detect_events(
+    beat_samples: np.ndarray,
+    beat_classes: np.ndarray,
+    fs_hz: float,
+    *,
+    af: AfResult | None = None,
+    artifact_spans: Sequence[tuple[int, int]] = (),
+    n_samples: int | None = None,
+    beat_source: str = "detected",
+    **thresholds: Any,
+) -> list[dict[str, Any]]:
+    """Detect rhythm events in a classified beat stream.
+
+    Args:
+        beat_samples: R-peak sample indices, sorted (int).
+        beat_classes: AAMI class per beat (``N S V F Q``).
+        fs_hz: Sampling rate of ``beat_samples`` in Hz.
+        af: AF result for these beats; when None, :func:`detect_af` is run on the
+            beat stream with its classes.
+        artifact_spans: ``(start, stop)`` sample spans of noise; pauses that
+            overlap one are dropped, RRs that touch one are not used for sinus
+            rate, and each span is reported as a ``noise`` event.
+        n_samples: Record length in samples (spans are clipped to it).
+        beat_source: ``reference`` or ``detected``: where the beats came from
+            (recorded in provenance).
+        **thresholds: Overrides of :data:`DEFAULT_RHYTHM_PARAMS`.
+
+    Returns:
+        Events sorted by onset, each a plain-JSON dict with ``kind, onset_ms,
+        offset_ms, onset_sample, offset_sample, n_beats, rate_bpm, lead,
+        first_beat, last_beat, provenance`` (bigeminy/trigeminy add ``cycles``).
+    """
+    if not fs_hz or fs_hz <= 0:
+        raise ValueError(f"fs_hz must be > 0, got {fs_hz!r}")
+    p = rhythm_params(**thresholds)
+    samples = as_beat_samples(beat_samples)
+    classes = np.asarray(beat_classes).astype("<U1")
+    if classes.size != samples.size:
+        raise ValueError(f"beat_classes has {classes.size} entries for {samples.size} beats")
+    if samples.size > 1 and np.any(np.diff(samples) <= 0):
+        raise ValueError("beat_samples must be strictly increasing")
+    spans = [(int(a), int(b) if n_samples is None else min(int(b), int(n_samples))) for a, b in artifact_spans]
+    if af is None:
+        af = detect_af(samples, fs_hz, beat_classes=classes)
+    af_mask = np.asarray(af.beat_mask, dtype=bool)
+    prov = {
+        "source": "detected" if beat_source == "detected" else "computed",
+        "method": "rhythm.detect_events",
+        "version": RHYTHM_VERSION,
+        "params": {**p, "beat_source": beat_source, "af": {"method": af.provenance.get("method"), "version": af.provenance.get("version")}},
+    }
+    events: list[dict[str, Any]] = []
+    for ep in af.episodes:
+        events.append(_event("af", samples, ep["first_beat"], ep["last_beat"], fs_hz, prov))
+    is_n = classes == "N"
+    is_v = classes == "V"
+    is_s = classes == "S"
+    if p["suppress_s_in_af"]:
+        is_s = is_s & ~af_mask
+    events += _ectopic_events(samples, is_v, is_n, fs_hz, p, "v", prov)
+    events += _ectopic_events(samples, is_s, is_n, fs_hz, p, "s", prov)
+    if samples.size > 1:
+        gaps = np.flatnonzero(np.diff(samples) > p["pause_min_s"] * fs_hz)
+        for i in gaps.tolist():
+            if not _overlaps_any(int(samples[i]), int(samples[i + 1]), spans):
+                events.append(_event("pause", samples, i, i + 1, fs_hz, prov, duration_ms=int(round((samples[i + 1] - samples[i]) * 1000.0 / fs_hz))))
+    events += _sinus_rate_events(samples, classes, af_mask, spans, fs_hz, p, prov)
+    for s0, s1 in spans:
+        lo, hi = np.searchsorted(samples, [s0, s1])
+        events.append({
+            "kind": "noise", "onset_sample": s0, "offset_sample": s1,
+            "onset_ms": int(round(s0 * 1000.0 / fs_hz)), "offset_ms": int(round(s1 * 1000.0 / fs_hz)),
+            "n_beats": int(hi - lo), "rate_bpm": None, "lead": None, "first_beat": None, "last_beat": None, "provenance": prov,
+        })
+    events.sort(key=lambda e: (e["onset_sample"], e["offset_sample"], e["kind"]))
+    return events
+
+
+def count_events(events: Sequence[dict[str, Any]]) -> dict[str, int]:
+    """Number of events per kind (every kind of :data:`EVENT_KINDS`, zeros included)."""
+    counts = {kind: 0 for kind in EVENT_KINDS}
+    for e in events:
+        counts[e["kind"]] = counts.get(e["kind"], 0) + 1
+    return counts
