@@ -1,0 +1,246 @@
+"""Expert labels of a record, mapped onto diagnosis graphs (``labels:`` in each YAML).
+
+Sources, by record kind:
+
+* ``synthetic``: the generator's schedule (``NAME.schedule.json``) and its exact ``.atr`` beats;
+* ``annotated``: reference ``.atr`` beats (MIT-BIH symbols) and rhythm aux notes;
+* ``ptbxl``: ``ptbxl_database.csv`` SCP codes of human-validated records
+  (likelihood 100 for diagnostic statements; any mention of a rhythm/form
+  statement) and the ``heart_axis`` column;
+* ``ludb``: ``ludb.csv`` diagnoses (or the header's diagnosis comments);
+* ``cinc``: SNOMED CT codes of the header's ``#Dx:`` line.
+
+:meth:`RecordLabels.label` answers True, False or None (ambiguous: the window
+straddles an event, or a PTB-XL code has a likelihood below 100). A graph whose
+``labels:`` say nothing about the record's source is *unmapped* there: the
+graph decision itself becomes the label (provenance ``computed``).
+"""
+
+from __future__ import annotations
+
+import ast
+import csv
+import functools
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ecgtrace.rubrics.diagnosis_schema import DiagnosisGraph, LabelMap
+
+#: Rhythm labels in the MIT-BIH vocabulary (also LTAFDB, VFDB, SVDB): only these are
+#: trusted as "absent when not annotated".
+ANNOTATED_RHYTHMS = frozenset({"AB", "AFIB", "AFL", "B", "BII", "IVR", "N", "NOD", "P", "PREX", "SBR", "SVTA", "T", "VFL", "VT"})
+COVER_SHARE = 0.8  # a rhythm/event covering this share of the window labels it positive
+
+
+def _find_upward(start: Path, name: str, levels: int = 3) -> Path | None:
+    folder = start.parent
+    for _ in range(levels):
+        if (folder / name).is_file():
+            return folder / name
+        folder = folder.parent
+    return None
+
+
+@functools.lru_cache(maxsize=4)
+def _ptbxl_table(csv_path: str) -> dict[int, dict[str, str]]:
+    with open(csv_path, newline="", encoding="utf-8") as handle:
+        return {int(float(row["ecg_id"])): row for row in csv.DictReader(handle)}
+
+
+@functools.lru_cache(maxsize=4)
+def _scp_diagnostic(csv_path: str) -> frozenset[str]:
+    with open(csv_path, newline="", encoding="utf-8") as handle:
+        return frozenset(row[""] for row in csv.DictReader(handle) if row.get("diagnostic") == "1.0")
+
+
+@functools.lru_cache(maxsize=4)
+def _ludb_table(csv_path: str) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    with open(csv_path, newline="", encoding="utf-8") as handle:
+        for row in csv.DictReader(handle):
+            lines = [line.strip() for key, value in row.items() if key not in ("ID", "Sex", "Age") for line in (value or "").splitlines()]
+            out[str(row["ID"]).strip()] = [line for line in lines if line]
+    return out
+
+
+def _ludb_match(lines: list[str], pattern: str) -> bool:
+    pattern = pattern.strip().lower()
+    return any(part.strip().lower().startswith(pattern) for line in lines for part in line.split(":"))
+
+
+@dataclass
+class RecordLabels:
+    """Expert labels of one record (see the module docstring)."""
+
+    kind: str
+    method: str
+    fs_hz: float
+    n_samples: int
+    events: list[dict[str, Any]] = field(default_factory=list)
+    ref: Any = None  # ReferenceAnnotations
+    scp_positive: set[str] = field(default_factory=set)
+    scp_uncertain: set[str] = field(default_factory=set)
+    axis: str | None = None
+    ludb_lines: list[str] = field(default_factory=list)
+    snomed: set[str] = field(default_factory=set)
+
+    @property
+    def source(self) -> str:
+        return "synthetic" if self.kind == "synthetic" else ("reference" if self.kind != "none" else "computed")
+
+    @property
+    def noise_spans_s(self) -> list[tuple[float, float]]:
+        return [(e["onset_ms"] / 1000.0, e["offset_ms"] / 1000.0) for e in self.events if e.get("kind") == "noise"]
+
+    def mapped(self, graph: DiagnosisGraph) -> bool:
+        lm = graph.labels
+        if self.kind == "synthetic":
+            return bool(lm.synthetic or lm.beat_symbols)
+        if self.kind == "annotated":
+            return bool(lm.beat_symbols) or any(r in ANNOTATED_RHYTHMS for r in lm.rhythms)
+        if self.kind == "ptbxl":
+            return bool(lm.scp) or (bool(lm.ptbxl_axis) and bool(self.axis))
+        if self.kind == "ludb":
+            return bool(lm.ludb)
+        if self.kind == "cinc":
+            return bool(lm.snomed)
+        return False
+
+    # ------------------------------------------------------------------ labels
+
+    def label(self, graph: DiagnosisGraph, t0_s: float, t1_s: float) -> bool | None:
+        """True/False for the window, None when ambiguous (only call when :meth:`mapped`)."""
+        lm = graph.labels
+        if self.kind == "ptbxl":
+            votes = []
+            if lm.scp:
+                if any(c in self.scp_positive for c in lm.scp):
+                    votes.append(True)
+                elif any(c in self.scp_uncertain for c in lm.scp):
+                    votes.append(None)
+                else:
+                    votes.append(False)
+            if lm.ptbxl_axis and self.axis:
+                votes.append(self.axis in lm.ptbxl_axis)
+            return _combine(votes)
+        if self.kind == "ludb":
+            return any(_ludb_match(self.ludb_lines, p) for p in lm.ludb)
+        if self.kind == "cinc":
+            return bool(self.snomed & set(lm.snomed))
+        votes: list[bool | None] = []
+        if lm.beat_symbols and self.ref is not None:
+            votes.append(self._beat_vote(lm, t0_s, t1_s))
+        if self.kind == "synthetic" and lm.synthetic and not lm.beat_symbols:
+            spans = [(e["onset_ms"] / 1000.0, e["offset_ms"] / 1000.0) for e in self.events if e["kind"] in lm.synthetic]
+            votes.append(_span_vote(spans, t0_s, t1_s, None))
+        if self.kind == "annotated" and any(r in ANNOTATED_RHYTHMS for r in lm.rhythms):
+            spans = [(iv["onset_sample"] / self.fs_hz, iv["offset_sample"] / self.fs_hz) for iv in self.ref.rhythm_intervals if iv["label"] in lm.rhythms]
+            votes.append(_span_vote(spans, t0_s, t1_s, lm.rhythm_mode))
+        return _combine(votes)
+
+    def _beat_vote(self, lm: LabelMap, t0_s: float, t1_s: float) -> bool | None:
+        samples = self.ref.beat_samples
+        inside = (samples >= t0_s * self.fs_hz) & (samples < t1_s * self.fs_hz)
+        n = int(inside.sum())
+        hits = int(np.isin(self.ref.beat_symbols[inside], lm.beat_symbols).sum()) if n else 0
+        if hits == 0:
+            return False
+        if lm.min_beat_pct is not None:
+            return True if 100.0 * hits / n >= lm.min_beat_pct else None
+        return True if hits >= lm.min_beats else None
+
+    # ------------------------------------------------------------------ where positives are
+
+    def positive_windows(self, graph: DiagnosisGraph, window_s: float, rng: np.random.Generator, limit: int) -> list[float]:
+        """Candidate window starts (s) likely to be positive, from the labels' own events."""
+        duration = self.n_samples / self.fs_hz
+        if self.kind in ("ptbxl", "ludb", "cinc"):
+            return [0.0]
+        lm = graph.labels
+        starts: list[float] = []
+        if lm.beat_symbols and self.ref is not None:
+            hit = np.flatnonzero(np.isin(self.ref.beat_symbols, lm.beat_symbols))
+            if lm.min_beat_pct is not None:  # dense beat labels: tile where they are
+                times = self.ref.beat_samples[hit] / self.fs_hz
+                starts += sorted({float(np.floor(t / window_s) * window_s) for t in times})
+            else:
+                for k in rng.permutation(hit)[: 3 * limit]:
+                    t = self.ref.beat_samples[k] / self.fs_hz
+                    starts.append(t - rng.uniform(1.5, window_s - 1.5))
+        spans: list[tuple[float, float]] = []
+        if self.kind == "synthetic" and lm.synthetic:
+            spans = [(e["onset_ms"] / 1000.0, e["offset_ms"] / 1000.0) for e in self.events if e["kind"] in lm.synthetic]
+        elif self.kind == "annotated" and self.ref is not None:
+            spans = [(iv["onset_sample"] / self.fs_hz, iv["offset_sample"] / self.fs_hz) for iv in self.ref.rhythm_intervals if iv["label"] in lm.rhythms]
+        for on, off in spans:
+            length = off - on
+            if length >= window_s:  # several windows inside a long episode
+                n = int(min(limit, length // window_s))
+                starts += [float(x) for x in rng.uniform(on, off - window_s, size=n)]
+            elif length <= window_s - 1.0:
+                starts.append(on - rng.uniform(0.5, window_s - length - 0.5))
+        cleaned = sorted({round(float(min(max(s, 0.0), max(duration - window_s, 0.0))), 2) for s in starts})
+        order = rng.permutation(len(cleaned))
+        return [cleaned[i] for i in order[: 3 * limit]]
+
+
+def _span_vote(spans: list[tuple[float, float]], t0_s: float, t1_s: float, mode: str | None) -> bool | None:
+    width = t1_s - t0_s
+    overlapping = [(a, b) for a, b in spans if b > t0_s and a < t1_s]
+    if not overlapping:
+        return False
+    covered = sum(min(b, t1_s) - max(a, t0_s) for a, b in overlapping)
+    contains = any(a >= t0_s and b <= t1_s for a, b in overlapping)
+    if mode in (None, "any", "contain") and contains:
+        return True
+    if mode in (None, "any", "cover") and covered >= COVER_SHARE * width:
+        return True
+    return None
+
+
+def _combine(votes: list[bool | None]) -> bool | None:
+    if any(v is True for v in votes):
+        return True
+    if votes and all(v is False for v in votes):
+        return False
+    return None
+
+
+def record_labels(record_path: str | Path, info: Any, ref: Any) -> RecordLabels:
+    """Find the expert labels that come with a record (``ref``: its reference annotations or None)."""
+    base = Path(info.path)
+    common = {"fs_hz": float(info.fs_hz), "n_samples": int(info.n_samples), "ref": ref}
+    schedule = Path(f"{base}.schedule.json")
+    if schedule.is_file():
+        events = json.loads(schedule.read_text(encoding="utf-8")).get("events", [])
+        return RecordLabels(kind="synthetic", method="schedule.json + .atr", events=events, **common)
+    ptbxl_csv = _find_upward(base, "ptbxl_database.csv")
+    match = re.match(r"^(\d{5})_(lr|hr)$", base.name)
+    if ptbxl_csv is not None and match:
+        row = _ptbxl_table(str(ptbxl_csv)).get(int(match.group(1)))
+        if row is not None and row.get("validated_by_human") == "True":
+            scp_csv = ptbxl_csv.parent / "scp_statements.csv"
+            diagnostic = _scp_diagnostic(str(scp_csv)) if scp_csv.is_file() else frozenset()
+            codes = ast.literal_eval(row["scp_codes"])
+            positive = {c for c, v in codes.items() if float(v) >= 100.0 or c not in diagnostic}
+            uncertain = set(codes) - positive
+            return RecordLabels(kind="ptbxl", method="ptbxl_database.csv scp_codes (validated_by_human)", scp_positive=positive,
+                                scp_uncertain=uncertain, axis=(row.get("heart_axis") or None), **common)
+        return RecordLabels(kind="none", method="ptbxl record not validated by a human", **common)
+    ludb_csv = _find_upward(base, "ludb.csv")
+    if ludb_csv is not None and base.name.isdigit():
+        lines = _ludb_table(str(ludb_csv)).get(base.name)
+        if lines is not None:
+            return RecordLabels(kind="ludb", method="ludb.csv", ludb_lines=lines, **common)
+    dx = [c.split(":", 1)[1] for c in info.comments if c.strip().lower().startswith("dx:")]
+    if dx:
+        codes = {code.strip() for code in dx[0].split(",") if code.strip()}
+        return RecordLabels(kind="cinc", method="header #Dx SNOMED CT codes", snomed=codes, **common)
+    if ref is not None:
+        return RecordLabels(kind="annotated", method=f"reference annotations .{ref.extension}", **common)
+    return RecordLabels(kind="none", method="no expert labels", **common)

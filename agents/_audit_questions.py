@@ -1,0 +1,238 @@
+"""Turn a ground-truth path into the audit item's questions (ECG-Reasoning-Benchmark protocol).
+
+One loop per visited criterion: criterion selection (5 options: a wording of
+the criterion and 4 of its distractors), finding (Yes/No), grounding when the
+finding is present (lead set / wave time span / measurement bin) and the decision (Yes /
+No / further findings required). Options never repeat; every answer is one of
+its options; a lead answer is a non-empty set and only leads where the
+feature was measured are offered. Randomness comes only from the
+``rng`` passed in, so a seed gives the same item. The criterion and finding
+questions drawn here are provisional: :func:`ecgtrace.agents._audit_surface.balance_surface`
+re-draws them over a whole set so that their text gives nothing away.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ecgtrace.agents._audit_surface import _pick, criterion_question, finding_question
+from ecgtrace.agents.audit_format import DECISION_OPTIONS
+from ecgtrace.agents.diagnosis_engine import MissingFeature, Path, feature_in_unit, grounding_leads, lead_values
+from ecgtrace.rubrics.diagnosis_schema import DIAGNOSE, RULE_OUT, DiagnosisGraph, GroundingRule, unit_factor
+
+FURTHER = DECISION_OPTIONS[2]
+MIN_DECOY_GAP = 0.7  # a decoy span may overlap a correct span by at most 30 % of its length
+
+
+class GroundingSkipped(Exception):
+    """This grounding question cannot be asked on this window (reason in args[0])."""
+
+
+def _fmt_num(x: float) -> str:
+    text = f"{round(x, 6):.6f}".rstrip("0").rstrip(".")
+    return "0" if text in ("-0", "") else text
+
+
+def span_text(a_s: float, b_s: float) -> str:
+    """``[5.62s - 5.81s]`` (seconds from the recording start, as on the PNG and text assets' time axis)."""
+    return f"[{a_s:.2f}s - {b_s:.2f}s]"
+
+
+def bin_text(lo: float, hi: float, unit: str) -> str:
+    """``[200-210] ms``; ``[-45 to -30] deg`` when a bound is negative."""
+    sep = " to " if lo < 0 or hi < 0 else "-"
+    return f"[{_fmt_num(lo)}{sep}{_fmt_num(hi)}] {unit}"
+
+
+def decision_answer(next_node: str) -> str:
+    if next_node == DIAGNOSE:
+        return DECISION_OPTIONS[0]
+    if next_node == RULE_OUT:
+        return DECISION_OPTIONS[1]
+    return FURTHER
+
+
+# ---------------------------------------------------------------- grounding
+
+
+def _beat_span(beat: dict[str, Any]) -> tuple[float, float]:
+    on, off = beat.get("qrs_on_s"), beat.get("qrs_off_s")
+    if on is None or off is None or off <= on:
+        return beat["r_s"] - 0.06, beat["r_s"] + 0.06
+    return on, off
+
+
+def _wave_spans(target: str, beats: list[dict[str, Any]]) -> tuple[list[tuple[float, float]], list[tuple[float, float]]]:
+    """(correct spans, decoy spans from other beats) for a wave target, absolute seconds."""
+    def spans(sel: list[dict[str, Any]]) -> list[tuple[float, float]]:
+        return [_beat_span(b) for b in sel]
+
+    if target in ("premature_beat", "v_beat", "s_beat", "paced_beat"):
+        chooser = {
+            "premature_beat": lambda b: b["premature"],
+            "v_beat": lambda b: b["premature"] and b["wide"] is True,
+            "s_beat": lambda b: b["premature"] and b["wide"] is False,
+            "paced_beat": lambda b: b["cls"] == "Q",
+        }[target]
+        hit = [b for b in beats if chooser(b)]
+        return spans(hit), spans([b for b in beats if not chooser(b) and not b["premature"]])
+    if target in ("v_run", "s_run"):
+        cls = "V" if target == "v_run" else "S"
+        best: list[dict[str, Any]] = []
+        run: list[dict[str, Any]] = []
+        for b in beats:
+            run = run + [b] if b["cls"] == cls else []
+            if len(run) > len(best):
+                best = list(run)
+        if len(best) < 2:
+            return [], []
+        return [(_beat_span(best[0])[0], _beat_span(best[-1])[1])], []
+    if target == "longest_rr":
+        pairs = [(beats[k - 1]["r_s"], beats[k]["r_s"]) for k in range(1, len(beats))]
+        if not pairs:
+            return [], []
+        longest = max(pairs, key=lambda p: p[1] - p[0])
+        near = [p for p in pairs if (p[1] - p[0]) >= 0.9 * (longest[1] - longest[0])]  # ties are all correct
+        return near, [p for p in pairs if p not in near]
+    if target == "pr_interval":
+        return [(b["p_on_s"], b["qrs_on_s"]) for b in beats if b["p"] and b["p_on_s"] is not None and b["qrs_on_s"] is not None and b["cls"] == "N"], []
+    if target == "qrs_complex":
+        return spans([b for b in beats if b["cls"] == "N" and not b["premature"]]), []
+    raise GroundingSkipped(f"unknown wave target {target}")
+
+
+def _overlap(a: tuple[float, float], b: tuple[float, float]) -> float:
+    return max(0.0, min(a[1], b[1]) - max(a[0], b[0]))
+
+
+def wave_question(rule: GroundingRule, beats: list[dict[str, Any]], t0_s: float, t1_s: float, rng: np.random.Generator) -> dict[str, Any]:
+    correct, decoys = _wave_spans(rule.target or "", beats)
+    correct = [c for c in correct if c[0] >= t0_s and c[1] <= t1_s]
+    if not correct:
+        raise GroundingSkipped(f"no_wave_target:{rule.target}")
+    answer = correct[int(rng.integers(len(correct)))]
+    length = answer[1] - answer[0]
+    pool = [d for d in decoys if d[0] >= t0_s and d[1] <= t1_s]
+    shifts = [answer[0] + s for s in np.arange(-6.0, 6.0, 0.35)]
+    pool += [(s, s + length) for s in shifts if t0_s <= s and s + length <= t1_s]
+    rel = lambda span: span_text(span[0], span[1])  # noqa: E731  (absolute, like the assets' time axis)
+    chosen: list[tuple[float, float]] = [answer]
+    texts = {rel(answer)}
+    for k in rng.permutation(len(pool)):
+        cand = pool[int(k)]
+        width = cand[1] - cand[0]
+        if any(_overlap(cand, c) > (1 - MIN_DECOY_GAP) * min(width, c[1] - c[0]) for c in correct + chosen):
+            continue
+        if rel(cand) in texts:
+            continue
+        chosen.append(cand)
+        texts.add(rel(cand))
+        if len(chosen) == rule.n_options:
+            break
+    if len(chosen) < 2:
+        raise GroundingSkipped(f"no_wave_decoys:{rule.target}")
+    options = [rel(c) for c in sorted(chosen)]
+    return {"kind": "wave", "question": _pick(rng, rule.questions), "options": options, "answer": rel(answer), "multi": False}
+
+
+def finding_bound(finding: dict[str, Any], rule: GroundingRule) -> tuple[str, float] | None:
+    """``(op, threshold in the rule's unit)`` when the finding is one window-level test of the measured feature, else None."""
+    if finding.get("feature") != rule.feature or "lead" in finding or "leads" in finding or isinstance(finding.get("value"), bool):
+        return None
+    to_canonical = unit_factor(rule.feature or "", str(finding.get("unit")))
+    to_rule = unit_factor(rule.feature or "", rule.unit or "")
+    if to_canonical is None or not to_rule or finding.get("op") not in (">", ">=", "<", "<="):
+        return None
+    return str(finding["op"]), float(finding["value"]) * to_canonical / to_rule
+
+
+def measurement_question(rule: GroundingRule, features: dict[str, Any], rng: np.random.Generator,
+                         bound: tuple[str, float] | None = None) -> dict[str, Any]:
+    """The bin holding the measured value among ``n_options`` consecutive bins.
+
+    ``bound`` (see :func:`finding_bound`): the finding just confirmed says the
+    value lies beyond this threshold, so bins wholly on the other side would be
+    eliminated without reading the ECG; they are avoided when possible. The
+    answer's position is drawn uniformly among the windows that remain.
+    """
+    try:
+        value = feature_in_unit(features, rule.feature or "", rule.unit or "")
+    except MissingFeature as exc:
+        raise GroundingSkipped(f"feature_unavailable:{exc.feature}") from None
+    width = float(rule.bin_width or 1.0)
+    k0 = math.floor(value / width + 1e-9)
+    n = rule.n_options
+
+    def outside(k: int) -> bool:  # bin k cannot hold a value that satisfies the finding, or is negative for a non-negative value
+        if value >= 0 and k0 >= 0 and k < 0:
+            return True
+        if bound is None:
+            return False
+        op, threshold = bound
+        lo, hi = k * width, (k + 1) * width
+        return hi <= threshold if op in (">", ">=") else lo > threshold if op == "<=" else lo >= threshold
+
+    starts = list(range(k0 - n + 1, k0 + 1))
+    cost = {first: sum(outside(k) for k in range(first, first + n)) for first in starts}
+    best = [first for first in starts if cost[first] == min(cost.values())]
+    first = best[int(rng.integers(len(best)))]
+    ks = list(range(first, first + n))
+    options = [bin_text(k * width, (k + 1) * width, rule.unit or "") for k in ks]
+    return {"kind": "measurement", "question": _pick(rng, rule.questions), "options": options, "answer": options[ks.index(k0)], "multi": False}
+
+
+def lead_question(rule: GroundingRule, features: dict[str, Any], record_leads: list[str], rng: np.random.Generator) -> dict[str, Any]:
+    try:
+        hits = grounding_leads(rule, features)
+    except MissingFeature as exc:
+        raise GroundingSkipped(f"feature_unavailable:{exc.feature}") from None
+    norm = {lead.strip().upper(): lead for lead in record_leads}
+    measured = {lead.strip().upper() for lead in lead_values(features, rule.feature or "")}
+    if rule.leads:
+        options = [norm[x.strip().upper()] for x in rule.leads if x.strip().upper() in norm]
+    else:
+        options = list(record_leads)
+    options = [o for o in options if o.strip().upper() in measured]  # an unmeasured lead has no ground truth: not offered
+    answer = [norm[h.strip().upper()] for h in hits if h.strip().upper() in norm and norm[h.strip().upper()] in options]
+    if not answer:
+        raise GroundingSkipped("empty_lead_set")
+    if len(options) < 2:
+        raise GroundingSkipped("too_few_leads")
+    return {"kind": "lead", "question": _pick(rng, rule.questions), "options": options, "answer": [o for o in options if o in answer], "multi": True}
+
+
+# ---------------------------------------------------------------- loops
+
+
+def build_loops(graph: DiagnosisGraph, path: Path, features: dict[str, Any], beats: list[dict[str, Any]], record_leads: list[str],
+                t0_s: float, t1_s: float, rng: np.random.Generator) -> tuple[list[dict[str, Any]], list[str]]:
+    """The loops of one item, and the reasons of grounding questions that were left out."""
+    loops: list[dict[str, Any]] = []
+    skipped: list[str] = []
+    for step in path.steps:
+        crit = graph.criteria[step.criterion]
+        criterion, _, _ = criterion_question(graph, crit, None, rng)
+        finding = finding_question(crit, step.present, bool(rng.integers(2)), rng)
+        grounding: list[dict[str, Any]] = []
+        if step.present:
+            for rule in crit.grounding:
+                try:
+                    if rule.kind == "wave":
+                        grounding.append(wave_question(rule, beats, t0_s, t1_s, rng))
+                    elif rule.kind == "measurement":
+                        grounding.append(measurement_question(rule, features, rng, finding_bound(crit.finding, rule)))
+                    else:
+                        grounding.append(lead_question(rule, features, record_leads, rng))
+                except GroundingSkipped as exc:
+                    skipped.append(f"{step.criterion}.{rule.kind}:{exc.args[0]}")
+        loops.append({
+            "criterion": criterion,
+            "finding": finding,
+            "grounding": grounding,
+            "decision": {"question": _pick(rng, graph.decision_questions).replace("{name}", graph.name), "options": list(DECISION_OPTIONS),
+                         "answer": decision_answer(step.next)},
+        })
+    return loops, skipped

@@ -1,0 +1,405 @@
+"""Diagnosis logic graphs: the YAML schema, its feature vocabulary and graph validation.
+
+A diagnosis graph (``rubrics/diagnoses/<id>.yaml``) is a small directed acyclic
+graph of *criteria*. Each criterion states its finding as a predicate over
+measured features, with thresholds **and units**::
+
+    finding: {feature: pr_ms, op: ">", value: 200, unit: ms}
+    finding:
+      all:
+        - {feature: qrs_ms, op: ">", value: 120, unit: ms}
+        - {feature: qrs_v1_net_mv, lead: V1, op: ">", value: 0, unit: mV}
+
+and two branches, ``if_present`` and ``if_absent``, each naming the next
+criterion or one of the decisions ``diagnose`` / ``rule_out``. The evaluation
+engine (:mod:`ecgtrace.agents.diagnosis_engine`) walks the graph on a feature
+dict and returns the ground-truth path; it does not care which set (ambulatory
+or 12-lead) a graph belongs to, so adding a diagnosis is only a YAML file.
+
+Every validation error names the file, the line, the field and the reason::
+
+    rubrics/diagnoses/af.yaml:31: criteria.absent_p.finding.value: threshold 50 has no unit (feature p_wave_present_pct is in %)
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from ecgtrace.errors import RubricError
+from ecgtrace.rubrics.diagnosis_features import FEATURES, WAVE_TARGETS, FeatureSpec, unit_factor
+from ecgtrace.rubrics.loading import builtin_dir, load_model, read_yaml, rubric_error
+
+__all__ = [
+    "DECISIONS", "DIAGNOSE", "FEATURES", "OPS", "RULE_OUT", "WAVE_TARGETS", "Criterion", "DiagnosisGraph", "FeatureSpec", "GroundingRule",
+    "LabelMap", "Requires", "distractor_wordings", "graph_problems", "load_diagnoses", "load_diagnosis", "unit_factor", "validate_diagnosis_file",
+]
+
+#: Decision targets a branch may name besides a criterion id.
+DIAGNOSE = "diagnose"
+RULE_OUT = "rule_out"
+DECISIONS = (DIAGNOSE, RULE_OUT)
+OPS = (">", ">=", "<", "<=", "==", "!=")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class GroundingRule(_Strict):
+    """A localization question the builder instantiates on each window.
+
+    ``lead``: the answer is the set of leads where ``feature op value unit``
+    holds (multi-select). ``wave``: the answer is the time span of ``target``
+    (one of :data:`WAVE_TARGETS`) among decoy spans. ``measurement``: the answer
+    is the bin of width ``bin_width`` (in ``unit``) holding the measured ``feature``.
+    """
+
+    kind: Literal["lead", "wave", "measurement"]
+    questions: list[str] = Field(min_length=1)
+    feature: str | None = None
+    op: str | None = None
+    value: float | None = None
+    unit: str | None = None
+    leads: list[str] | None = None
+    target: str | None = None
+    bin_width: float | None = Field(default=None, gt=0)
+    n_options: int = Field(default=5, ge=2, le=8)
+
+
+class Criterion(_Strict):
+    """One node: a finding, how to ask about it, and where to go next.
+
+    ``text`` and its ``variants`` are equivalent wordings of the criterion (any
+    of them may be the correct option of a criterion-selection question).
+    ``questions`` ask whether the finding is present (Yes = present);
+    ``negated_questions`` ask the exact complement (Yes = absent), so that the
+    builder can balance Yes and No without changing any ground truth.
+    Each ``distractors`` entry is one wrong criterion: a text, or a list of
+    alternative wordings of it (the builder picks wordings so that the correct
+    option is not recognisable by its length).
+    """
+
+    text: str = Field(min_length=1)
+    variants: list[str] = Field(default_factory=list)
+    questions: list[str] = Field(min_length=1)
+    negated_questions: list[str] = Field(default_factory=list)
+    finding: dict[str, Any]
+    distractors: list[Any] = Field(min_length=4)
+    grounding: list[GroundingRule] = Field(default_factory=list)
+    if_present: str | None = None
+    if_absent: str | None = None
+
+
+class Requires(_Strict):
+    min_leads: int = Field(default=1, ge=1)
+    leads: list[str] = Field(default_factory=list)
+
+
+class LabelMap(_Strict):
+    """How expert labels of each source map to this diagnosis (any source may be omitted).
+
+    beat_symbols/min_beats: MIT-BIH style beat symbols (positive when the window
+    holds at least ``min_beats`` such beats, or ``min_beat_pct`` % of its beats).
+    rhythms: aux rhythm labels; ``rhythm_mode: cover`` is positive when they
+    cover >= 80 % of the window, ``contain`` when a whole interval lies inside it
+    (short runs such as VT), ``any`` for either; no overlap is negative,
+    anything else ambiguous.
+    synthetic: schedule event kinds of the synthetic generator.
+    scp: PTB-XL SCP codes (likelihood 100 for diagnostic statements, any
+    mention for rhythm/form statements; human-validated records only).
+    ptbxl_axis: values of PTB-XL's heart_axis column. snomed: CinC #Dx
+    codes. ludb: substrings of LUDB diagnoses (case-insensitive).
+    """
+
+    beat_symbols: list[str] = Field(default_factory=list)
+    min_beats: int = Field(default=1, ge=1)
+    min_beat_pct: float | None = Field(default=None, gt=0, le=100)
+    rhythms: list[str] = Field(default_factory=list)
+    rhythm_mode: Literal["cover", "contain", "any"] = "cover"
+    synthetic: list[str] = Field(default_factory=list)
+    scp: list[str] = Field(default_factory=list)
+    ptbxl_axis: list[str] = Field(default_factory=list)
+    snomed: list[str] = Field(default_factory=list)
+    ludb: list[str] = Field(default_factory=list)
+
+
+class DiagnosisGraph(_Strict):
+    """A diagnosis logic graph as read from YAML (see the module docstring)."""
+
+    id: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    name: str = Field(min_length=1)
+    set: str = Field(default="any")
+    version: str = "1"
+    description: str = ""
+    window_s: float = Field(default=10.0, gt=0)
+    requires: Requires = Field(default_factory=Requires)
+    labels: LabelMap = Field(default_factory=LabelMap)
+    questions: list[str] = Field(min_length=1)
+    criterion_questions: list[str] = Field(
+        default_factory=lambda: ["Which of the following criteria should be checked next to diagnose {name}?"]
+    )
+    decision_questions: list[str] = Field(
+        default_factory=lambda: ["Based on the findings so far, does this ECG show {name}?"]
+    )
+    start: str
+    criteria: dict[str, Criterion] = Field(min_length=1)
+    source: str | None = Field(default=None, exclude=True)
+
+    @field_validator("version", mode="before")
+    @classmethod
+    def _version_text(cls, value: Any) -> Any:
+        return str(value) if isinstance(value, (int, float)) else value
+
+
+# ---------------------------------------------------------------- validation
+
+Problem = tuple[tuple[Any, ...], str]
+
+
+def _check_predicate(node: Any, loc: tuple[Any, ...], problems: list[Problem]) -> None:
+    if not isinstance(node, dict):
+        problems.append((loc, f"expected a predicate mapping or all/any/not, found {type(node).__name__}"))
+        return
+    composite = [key for key in ("all", "any", "not") if key in node]
+    if composite:
+        if len(node) != 1:
+            problems.append((loc, f"a composite has exactly one key ({composite[0]}), found {sorted(map(str, node))}"))
+            return
+        key = composite[0]
+        children = node[key]
+        if key == "not":
+            _check_predicate(children, loc + ("not",), problems)
+            return
+        if not isinstance(children, list) or not children:
+            problems.append((loc + (key,), "expected a non-empty list of predicates"))
+            return
+        for position, child in enumerate(children):
+            _check_predicate(child, loc + (key, position), problems)
+        return
+    allowed = {"feature", "op", "value", "unit", "lead", "leads", "quantifier", "min_leads"}
+    unknown = sorted(str(k) for k in node if k not in allowed)
+    if unknown:
+        problems.append((loc + (unknown[0],), f"unknown key; a predicate has {', '.join(sorted(allowed))} (or all/any/not)"))
+        return
+    feature = node.get("feature")
+    if feature not in FEATURES:
+        close = difflib.get_close_matches(str(feature), FEATURES, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        problems.append((loc + ("feature",), f"unknown feature {feature!r}{hint}"))
+        return
+    spec = FEATURES[feature]
+    if node.get("op") not in OPS:
+        problems.append((loc + ("op",), f"op must be one of {' '.join(OPS)}, found {node.get('op')!r}"))
+    if "value" not in node:
+        problems.append((loc, "predicate has no value"))
+        return
+    value = node["value"]
+    if spec.unit == "bool":
+        if not isinstance(value, bool) or node.get("op") not in ("==", "!="):
+            problems.append((loc + ("value",), f"feature {feature} is true/false: use op == or != with value true/false"))
+    elif isinstance(value, bool) or not isinstance(value, (int, float)):
+        problems.append((loc + ("value",), f"threshold must be a number, found {value!r}"))
+    elif node.get("unit") in (None, ""):
+        problems.append((loc + ("value",), f"threshold {value} has no unit (feature {feature} is in {spec.unit})"))
+    elif unit_factor(feature, str(node["unit"])) is None:
+        problems.append((loc + ("unit",), f"unit {node['unit']!r} does not fit feature {feature} (measured in {spec.unit})"))
+    has_lead = "lead" in node or "leads" in node
+    if spec.scope == "lead" and not has_lead:
+        problems.append((loc + ("feature",), f"feature {feature} is measured per lead: name lead: X or leads: [..] / all"))
+    if spec.scope == "window" and has_lead:
+        problems.append((loc + ("lead" if "lead" in node else "leads",), f"feature {feature} has one value per window, not per lead"))
+    leads = node.get("leads")
+    if leads is not None and leads != "all" and not (isinstance(leads, list) and leads and all(isinstance(x, str) for x in leads)):
+        problems.append((loc + ("leads",), "leads must be a non-empty list of lead names or 'all'"))
+    if node.get("quantifier", "any") not in ("any", "all"):
+        problems.append((loc + ("quantifier",), "quantifier must be any or all"))
+
+
+def distractor_wordings(entry: Any) -> list[str]:
+    """The wordings of one ``distractors`` entry (a text or a list of texts)."""
+    return [entry] if isinstance(entry, str) else list(entry)
+
+
+def _check_wordings(crit: Criterion, loc: tuple[Any, ...], problems: list[Problem]) -> None:
+    correct = [crit.text] + list(crit.variants)
+    for position, text in enumerate(crit.variants):
+        if not text.strip():
+            problems.append((loc + ("variants", position), "empty wording"))
+        elif text in correct[: position + 1]:
+            problems.append((loc + ("variants", position), f"variant repeats the criterion text {text!r}"))
+    seen: dict[str, tuple[Any, ...]] = {}
+    for position, entry in enumerate(crit.distractors):
+        where = loc + ("distractors", position)
+        if isinstance(entry, str):
+            texts = [entry]
+        elif isinstance(entry, list) and entry and all(isinstance(t, str) for t in entry):
+            texts = entry
+        else:
+            problems.append((where, f"a distractor is a text or a non-empty list of alternative wordings (texts), found {entry!r}"))
+            continue
+        for text in texts:
+            if not text.strip():
+                problems.append((where, "empty wording"))
+            elif text in correct:
+                problems.append((where, f"a distractor repeats a wording of the criterion (text or variants): {text!r}"))
+            elif text in seen:
+                problems.append((where, f"distractors repeat each other ({text!r} also at {'.'.join(map(str, seen[text]))})"))
+            else:
+                seen[text] = where
+    for position, text in enumerate(crit.negated_questions):
+        if text in crit.questions:
+            problems.append((loc + ("negated_questions", position), f"a negated question repeats a question {text!r}: it must ask the complement"))
+
+
+def _check_grounding(rule: GroundingRule, loc: tuple[Any, ...], problems: list[Problem]) -> None:
+    if rule.kind == "wave":
+        if rule.target not in WAVE_TARGETS:
+            problems.append((loc + ("target",), f"wave target must be one of {', '.join(WAVE_TARGETS)}, found {rule.target!r}"))
+        return
+    if rule.feature not in FEATURES:
+        problems.append((loc + ("feature",), f"unknown feature {rule.feature!r}"))
+        return
+    spec = FEATURES[rule.feature]
+    if rule.kind == "lead":
+        if spec.scope == "window":
+            problems.append((loc + ("feature",), f"lead grounding needs a per-lead feature; {rule.feature} has one value per window"))
+        predicate = {"feature": rule.feature, "op": rule.op, "value": rule.value, "unit": rule.unit, "leads": "all"}
+        _check_predicate(predicate, loc, problems)
+    else:
+        if rule.bin_width is None:
+            problems.append((loc + ("bin_width",), "measurement grounding needs bin_width"))
+        if rule.unit in (None, ""):
+            problems.append((loc + ("bin_width",), f"bin_width has no unit (feature {rule.feature} is in {spec.unit})"))
+        elif unit_factor(rule.feature, rule.unit) is None:
+            problems.append((loc + ("unit",), f"unit {rule.unit!r} does not fit feature {rule.feature} (measured in {spec.unit})"))
+
+
+def graph_problems(graph: DiagnosisGraph) -> list[Problem]:
+    """Structural problems of a parsed graph as ``(location, reason)``, in file order."""
+    problems: list[Problem] = []
+    ids = set(graph.criteria)
+    targets_ok = ids | set(DECISIONS)
+    if graph.start not in ids:
+        problems.append((("start",), f"start names unknown criterion {graph.start!r} (criteria: {', '.join(graph.criteria)})"))
+    for cid, crit in graph.criteria.items():
+        loc = ("criteria", cid)
+        if cid in DECISIONS:
+            problems.append((loc, f"{cid!r} is reserved for decisions; rename the criterion"))
+        _check_predicate(crit.finding, loc + ("finding",), problems)
+        for branch in ("if_present", "if_absent"):
+            target = getattr(crit, branch)
+            if target is None:
+                problems.append((loc, f"missing branch {branch}: name the next criterion, {DIAGNOSE} or {RULE_OUT}"))
+            elif target not in targets_ok:
+                problems.append((loc + (branch,), f"branch goes to unknown node {target!r} (criteria: {', '.join(graph.criteria)}; decisions: {DIAGNOSE}, {RULE_OUT})"))
+        _check_wordings(crit, loc, problems)
+        for position, rule in enumerate(crit.grounding):
+            _check_grounding(rule, loc + ("grounding", position), problems)
+    if problems:
+        return problems
+    problems.extend(_reachability_problems(graph))
+    return problems
+
+
+def _successors(graph: DiagnosisGraph, cid: str) -> list[str]:
+    crit = graph.criteria[cid]
+    return [t for t in (crit.if_present, crit.if_absent) if t in graph.criteria]
+
+
+def _reachability_problems(graph: DiagnosisGraph) -> list[Problem]:
+    problems: list[Problem] = []
+    # cycles: iterative DFS with colours
+    colour: dict[str, int] = {}
+    for root in graph.criteria:
+        if colour.get(root):
+            continue
+        stack: list[tuple[str, list[str]]] = [(root, _successors(graph, root))]
+        trail = [root]
+        colour[root] = 1
+        while stack:
+            node, pending = stack[-1]
+            if not pending:
+                colour[node] = 2
+                stack.pop()
+                trail.pop()
+                continue
+            nxt = pending.pop(0)
+            if colour.get(nxt) == 1:
+                cycle = trail[trail.index(nxt):] + [nxt]
+                problems.append((("criteria", node), f"cycle: {' -> '.join(cycle)}"))
+                return problems
+            if not colour.get(nxt):
+                colour[nxt] = 1
+                trail.append(nxt)
+                stack.append((nxt, _successors(graph, nxt)))
+    seen = {graph.start}
+    frontier = [graph.start]
+    while frontier:
+        for nxt in _successors(graph, frontier.pop()):
+            if nxt not in seen:
+                seen.add(nxt)
+                frontier.append(nxt)
+    for cid in graph.criteria:
+        if cid not in seen:
+            problems.append((("criteria", cid), f"unreachable node: no branch leads to {cid!r} from start {graph.start!r}"))
+    decisions = {t for cid in seen for t in (graph.criteria[cid].if_present, graph.criteria[cid].if_absent) if t in DECISIONS}
+    if DIAGNOSE not in decisions:
+        problems.append((("start",), f"no path from start reaches {DIAGNOSE!r}"))
+    return problems
+
+
+def load_diagnosis(path: str | os.PathLike[str]) -> DiagnosisGraph:
+    """Load and validate one diagnosis graph.
+
+    Raises:
+        RubricError: ``file:line: field: reason`` for the first problem (schema,
+            unknown feature, threshold without unit, missing branch, unknown
+            target, cycle, unreachable node).
+    """
+    graph = load_model(path, DiagnosisGraph)
+    problems = graph_problems(graph)
+    if problems:
+        _, lines = read_yaml(path)
+        loc, message = problems[0]
+        raise rubric_error(path, lines, loc, message)
+    stem = Path(path).stem
+    if graph.id != stem:
+        _, lines = read_yaml(path)
+        raise rubric_error(path, lines, ("id",), f"id {graph.id!r} must match the file name {stem!r}")
+    return graph.model_copy(update={"source": str(path)})
+
+
+def validate_diagnosis_file(path: str | os.PathLike[str]) -> list[str]:
+    """Every problem of one graph file as ``file:line: field: reason`` lines (empty when valid)."""
+    try:
+        graph = load_model(path, DiagnosisGraph)
+    except RubricError as exc:
+        return [str(exc)]
+    problems = graph_problems(graph)
+    if not problems and graph.id != Path(path).stem:
+        problems = [(("id",), f"id {graph.id!r} must match the file name {Path(path).stem!r}")]
+    if not problems:
+        return []
+    _, lines = read_yaml(path)
+    return [str(rubric_error(path, lines, loc, message)) for loc, message in problems]
+
+
+def load_diagnoses(dir: str | os.PathLike[str] | None = None) -> dict[str, DiagnosisGraph]:  # noqa: A002 (the documented name)
+    """All graphs of a folder (default: the built-in ``rubrics/diagnoses``), keyed by id, sorted.
+
+    Raises:
+        RubricError: the folder is missing, or a graph is invalid (``file:line: field: reason``).
+    """
+    folder = Path(dir) if dir is not None else builtin_dir("diagnoses")
+    if not folder.is_dir():
+        raise RubricError(f"{folder}: diagnosis folder not found")
+    graphs: dict[str, DiagnosisGraph] = {}
+    for path in sorted(folder.glob("*.yaml")):
+        graph = load_diagnosis(path)
+        graphs[graph.id] = graph
+    return graphs
