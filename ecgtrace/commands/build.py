@@ -1,0 +1,62 @@
+"""``ecgtrace build RECORD... --out DIR``: verified multimodal QA datasets (the 12 Holtercare-Bench tasks)."""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = "Build a verified multimodal QA dataset (12 Holtercare-Bench tasks) from records; rerun to resume."
+MODALITIES = ("text", "image", "video")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("records", nargs="+", metavar="RECORD", help="WFDB records (dir/100), EDF files, or annotation-only records (with --fs)")
+    parser.add_argument("--out", required=True, metavar="DIR", help="output folder (qa.jsonl, assets/, manifest.json)")
+    parser.add_argument("--tasks", default=None, help="comma-separated task types (default: all 12)")
+    parser.add_argument("--modalities", default="text,image", help="comma-separated: text,image,video (default: text,image)")
+    parser.add_argument("--seed", type=int, default=0, help="random seed (same seed -> same bytes)")
+    parser.add_argument("--templates", default=None, metavar="DIR", help="template folder (default: the built-in templates)")
+    parser.add_argument("--fs", type=float, default=None, metavar="HZ", help="sampling rate of annotation-only records")
+    parser.add_argument("--dev-fraction", type=float, default=0.2, help="share of records (not items) in the dev split (default 0.2)")
+    parser.add_argument("--jobs", type=int, default=2, help="records built in parallel (default 2)")
+    parser.add_argument("--paraphrase", action="store_true", help="rewrite question wording with an LLM (OpenAI-compatible, from the environment)")
+    parser.add_argument("--no-audit", action="store_true", help="do not write audit.jsonl")
+
+
+def parse_list(text: str | None, allowed: tuple[str, ...], what: str) -> list[str]:
+    from ecgtrace.errors import EcgTraceError
+
+    values = [v.strip() for v in (text or "").split(",") if v.strip()]
+    for value in values:
+        if value not in allowed:
+            raise EcgTraceError(f"--{what}: unknown value {value!r}; choose from {', '.join(allowed)}")
+    return values
+
+
+def run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from ecgtrace.graphs.holter_build import build_dataset
+    from ecgtrace.rubrics.template_schema import TASKS
+
+    options = {
+        "seed": int(args.seed),
+        "tasks": parse_list(args.tasks, TASKS, "tasks"),
+        "modalities": parse_list(args.modalities, MODALITIES, "modalities") or ["text", "image"],
+        "templates_dir": args.templates,
+        "fs_hz": args.fs,
+        "paraphrase": bool(args.paraphrase),
+        "measure": True,
+    }
+    import os
+
+    jobs = max(1, args.jobs)
+    n_parallel = min(jobs, len(args.records))
+    options["render_jobs"] = max(1, (os.cpu_count() or 1) // n_parallel)
+    console = Console(stderr=True)
+    manifest = build_dataset(args.records, args.out, options, jobs=jobs, console=console, audit=not args.no_audit,
+                              dev_fraction=args.dev_fraction)
+    counts = manifest["counts"]
+    console.print(f"[green]wrote[/] {counts['items']} items ({counts['dropped']} dropped) to {args.out}/qa.jsonl")
+    for task, n in counts["per_task"].items():
+        console.print(f"  {task}: {n}")
+    return 0

@@ -1,0 +1,85 @@
+"""``ecgtrace templates list | validate FILE | preview FILE --record R``: QA templates without code."""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = "List, validate and preview QA templates (and validate diagnosis graph files)."
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    listing = sub.add_parser("list", help="list templates")
+    listing.add_argument("--templates", default=None, metavar="DIR", help="template folder (default: built-in)")
+    validate = sub.add_parser("validate", help="validate a template (or diagnosis graph) YAML file")
+    validate.add_argument("files", nargs="+", metavar="FILE")
+    preview = sub.add_parser("preview", help="write the items a template gives on one record, to stdout")
+    preview.add_argument("file", metavar="FILE")
+    preview.add_argument("--record", required=True, metavar="R")
+    preview.add_argument("--seed", type=int, default=0)
+    preview.add_argument("--fs", type=float, default=None, metavar="HZ", help="sampling rate of annotation-only records")
+
+
+def _looks_like_diagnosis(data: object) -> bool:
+    return isinstance(data, dict) and "task" not in data and "stems" not in data and any(k in data for k in ("criteria", "start", "labels"))
+
+
+def run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    console = Console()
+    if args.action == "list":
+        from ecgtrace.rubrics.template_schema import load_templates, template_files
+
+        templates = load_templates(args.templates)
+        files = {p.stem: p for p in template_files(args.templates)}
+        for t in templates:
+            console.print(f"{t.id:22} {t.task:20} v{t.version:4} {t.scope:7} {t.description}", highlight=False)
+        console.print(f"{len(templates)} templates in {next(iter(files.values())).parent if files else args.templates}", highlight=False)
+        return 0
+    if args.action == "validate":
+        import importlib.util
+
+        from ecgtrace.rubrics.loading import read_yaml
+        from ecgtrace.rubrics.template_schema import load_template
+
+        for path in args.files:
+            data, _ = read_yaml(path)
+            if _looks_like_diagnosis(data) and importlib.util.find_spec("ecgtrace.rubrics.diagnosis_schema") is not None:
+                from ecgtrace.rubrics.diagnosis_schema import validate_diagnosis_file
+
+                problems = validate_diagnosis_file(path)
+                if problems:
+                    from ecgtrace.errors import RubricError
+
+                    for problem in problems[1:]:
+                        console.print(f"[red]error:[/] {problem}", highlight=False, soft_wrap=True)
+                    raise RubricError(problems[0])
+                console.print(f"[green]ok[/] {path} (diagnosis graph)", highlight=False)
+                continue
+            template = load_template(path)
+            console.print(f"[green]ok[/] {path}: {template.id} ({template.task}, v{template.version}, {len(template.stems)} stems)", highlight=False)
+        return 0
+    # preview
+    import tempfile
+
+    from ecgtrace.agents import annotator, planner, verifier, writer
+    from ecgtrace.agents.holter_facts import load_facts
+    from ecgtrace.jsonio import to_json_text
+    from ecgtrace.rubrics.template_schema import load_template
+
+    template = load_template(args.file)
+    ref = annotator.load_record(args.record, fs_hz=args.fs)
+    with tempfile.TemporaryDirectory() as cache:
+        facts = load_facts(annotator.annotate(ref, cache, fs_hz=args.fs)["path"])
+        entries = planner.plan(facts, [template], args.seed)
+        items = writer.write_items(facts, template, entries[0]["targets"] if entries else [], seed=args.seed)
+        kept, dropped = verifier.verify(facts, items)
+    for item in kept:
+        shown = {k: item[k] for k in ("id", "question", "answer", "answer_type", "window", "evidence")}
+        shown["distractors"] = item.get("_distractors")
+        print(to_json_text(shown))
+    for drop in dropped:
+        console.print(f"[yellow]dropped[/] {drop['id']}: {drop['reason']}", highlight=False)
+    console.print(f"{len(kept)} items, {len(dropped)} dropped", highlight=False)
+    return 0

@@ -1,0 +1,231 @@
+"""HolterAgent: build a verified, multimodal QA dataset from one record.
+
+load -> annotate -> plan -> write_items (one ``Send`` per template) -> verify
+-> paraphrase (optional) -> render -> write. State holds record references
+and plain JSON only (paths, summaries, items), never arrays: annotations live
+in a sidecar file whose path is in state. One thread per record; with a SQLite
+checkpointer a crashed build resumes where it stopped when rerun
+(:func:`run_record`). ``graph`` is the compiled graph without a checkpointer,
+for ``langgraph dev`` (see ``langgraph.json``); its input is
+``{"record_path": ..., "out_dir": ..., "options": {"seed": 0, "modalities": ["text", "image"]}}``.
+"""
+
+import functools
+import hashlib
+import json
+import operator
+import os
+from pathlib import Path
+from collections.abc import Callable
+from typing import Annotated, Any, TypedDict
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import Send
+
+from ecgtrace.agents import annotator, planner, verifier, writer
+from ecgtrace.agents.holter_facts import load_facts
+from ecgtrace.errors import ModelError
+from ecgtrace.jsonio import safe_join, write_json_atomic
+from ecgtrace.rubrics.template_schema import QATemplate, load_templates
+
+GRAPH_VERSION = "1"
+#: Test hook: a node named here raises, to check that a rerun resumes from the checkpoint.
+FAIL_ENV = "ECGTRACE_FAIL_NODE"
+
+
+# --------------------------------------------------------------------------- state
+
+
+class BuildOptions(TypedDict, total=False):
+    seed: int
+    tasks: list[str]
+    modalities: list[str]
+    templates_dir: str | None
+    fs_hz: float | None
+    paraphrase: bool
+    measure: bool
+    render_jobs: int  # worker processes for PNG/MP4 rendering (1: in the node's thread)
+
+
+class HolterQAState(TypedDict, total=False):
+    record_path: str
+    out_dir: str
+    options: BuildOptions
+    record: dict[str, Any]
+    annotation: dict[str, Any]  # {path (sidecar), source, summary}
+    plan: list[dict[str, Any]]
+    items: Annotated[list[dict[str, Any]], operator.add]
+    kept: list[dict[str, Any]]
+    dropped: list[dict[str, Any]]
+    render_cpu_s: float  # CPU seconds spent rendering (all workers)
+    part: str
+
+
+class WriteTask(TypedDict):
+    annotation_path: str
+    template_id: str
+    targets: list[dict[str, Any]]
+    options: BuildOptions
+
+
+def _maybe_fail(node: str) -> None:
+    if os.environ.get(FAIL_ENV) == node:
+        raise RuntimeError(f"{FAIL_ENV}={node}: injected failure")
+
+
+@functools.lru_cache(maxsize=8)
+def _templates(templates_dir: str | None, tasks: tuple[str, ...]) -> dict[str, QATemplate]:
+    return {t.id: t for t in load_templates(templates_dir, tasks=list(tasks) or None)}
+
+
+def templates_for(options: BuildOptions) -> dict[str, QATemplate]:
+    return _templates(options.get("templates_dir"), tuple(options.get("tasks") or ()))
+
+
+# --------------------------------------------------------------------------- nodes
+
+
+def load_node(state: HolterQAState) -> dict[str, Any]:
+    return {"record": annotator.load_record(state["record_path"], fs_hz=state["options"].get("fs_hz"))}
+
+
+def annotate_node(state: HolterQAState) -> dict[str, Any]:
+    cache = safe_join(state["out_dir"], ".cache", "annotations")
+    result = annotator.annotate(state["record"], cache, fs_hz=state["options"].get("fs_hz"))
+    return {"annotation": result}
+
+
+def plan_node(state: HolterQAState) -> dict[str, Any]:
+    facts = load_facts(state["annotation"]["path"])
+    templates = list(templates_for(state["options"]).values())
+    return {"plan": planner.plan(facts, templates, int(state["options"].get("seed", 0)))}
+
+
+def fan_out(state: HolterQAState) -> list[Send] | str:
+    sends = [Send("write_items", WriteTask(annotation_path=state["annotation"]["path"], template_id=entry["template_id"],
+                                           targets=entry["targets"], options=state["options"])) for entry in state["plan"]]
+    return sends or "verify"
+
+
+def write_items_node(task: WriteTask) -> dict[str, Any]:
+    facts = load_facts(task["annotation_path"])
+    template = templates_for(task["options"])[task["template_id"]]
+    items = writer.write_items(facts, template, task["targets"], seed=int(task["options"].get("seed", 0)), measure=task["options"].get("measure", True))
+    return {"items": items}
+
+
+def verify_node(state: HolterQAState) -> dict[str, Any]:
+    facts = load_facts(state["annotation"]["path"])
+    items = sorted(state.get("items") or [], key=lambda it: it["id"])
+    kept, dropped = verifier.verify(facts, items)
+    return {"kept": kept, "dropped": dropped}
+
+
+def paraphrase_node(state: HolterQAState, config: RunnableConfig) -> dict[str, Any]:
+    if not state["options"].get("paraphrase"):
+        return {}
+    from ecgtrace.agents import paraphraser
+    from ecgtrace.agents.holter_report import DIAGNOSIS_LABELS, LABELS
+
+    model = ((config or {}).get("configurable") or {}).get("paraphrase_model")
+    if model is None:
+        try:
+            model = paraphraser.default_model()
+        except Exception as exc:  # noqa: BLE001 - e.g. no API key: one clear line instead of a traceback
+            raise ModelError(f"--paraphrase: cannot create the chat model ({type(exc).__name__}: {str(exc).splitlines()[0][:160]})") from None
+    labels = sorted({*DIAGNOSIS_LABELS.values(), *(v for pair in LABELS.values() for v in pair)}, key=len, reverse=True)
+    return {"kept": paraphraser.paraphrase_items(state["kept"], model, labels)}
+
+
+def render_node(state: HolterQAState) -> dict[str, Any]:
+    from ecgtrace.agents.modalities import render_items
+
+    _maybe_fail("render")
+    modalities = state["options"].get("modalities") or ["text", "image"]
+    rendered = render_items(state["annotation"]["path"], state["kept"], state["out_dir"], modalities, jobs=int(state["options"].get("render_jobs") or 1))
+    return {"kept": [{**item, "modalities": mods} for item, (mods, _) in zip(state["kept"], rendered)],
+            "render_cpu_s": round(sum(cpu for _, cpu in rendered), 3)}
+
+
+def write_node(state: HolterQAState) -> dict[str, Any]:
+    record = {**state["record"], "source": state["annotation"]["source"]}
+    path = safe_join(state["out_dir"], ".parts", f"{record['db']}-{record['id']}.json")
+    write_json_atomic(path, {"record": record, "items": state["kept"], "dropped": state["dropped"]})
+    return {"part": str(path)}
+
+
+# --------------------------------------------------------------------------- wiring
+
+
+def build_graph() -> StateGraph:
+    builder = StateGraph(HolterQAState)
+    builder.add_node("load", load_node)
+    builder.add_node("annotate", annotate_node)
+    builder.add_node("plan", plan_node)
+    builder.add_node("write_items", write_items_node)
+    builder.add_node("verify", verify_node)
+    builder.add_node("paraphrase", paraphrase_node)
+    builder.add_node("render", render_node)
+    builder.add_node("write", write_node)
+    builder.add_edge(START, "load")
+    builder.add_edge("load", "annotate")
+    builder.add_edge("annotate", "plan")
+    builder.add_conditional_edges("plan", fan_out, ["write_items", "verify"])
+    builder.add_edge("write_items", "verify")
+    builder.add_edge("verify", "paraphrase")
+    builder.add_edge("paraphrase", "render")
+    builder.add_edge("render", "write")
+    builder.add_edge("write", END)
+    return builder
+
+
+#: Compiled without a checkpointer (``langgraph dev`` adds its own).
+graph = build_graph().compile()
+
+
+# --------------------------------------------------------------------------- running with resume
+
+
+def thread_id(record_path: str, options: BuildOptions) -> str:
+    """Stable per record, options and template contents: the same command reuses the same thread."""
+    templates = {t.id: t.model_dump(mode="json") for t in templates_for(options).values()}
+    key = json.dumps({"record": str(annotator.resolve(record_path)), "options": options, "graph": GRAPH_VERSION, "templates": templates}, sort_keys=True)
+    return hashlib.sha256(key.encode()).hexdigest()[:24]
+
+
+def run_record(record_path: str, out_dir: str, options: BuildOptions, *, config: dict[str, Any] | None = None,
+               on_stage: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Run (or resume, or reuse) the build of one record; returns the final state.
+
+    Checkpoints go to ``out_dir/.checkpoints/<record>.sqlite`` (one file per
+    record, so parallel processes never share a SQLite writer). ``on_stage(node)``
+    is called as each node finishes (progress display).
+    """
+    import sqlite3
+
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    base = annotator.resolve(record_path)
+    db_path = safe_join(out_dir, ".checkpoints", f"{base.parent.name}-{base.name}.sqlite")
+    Path(db_path).parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(str(db_path), check_same_thread=False, timeout=30)
+    try:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA busy_timeout=30000")
+        compiled = build_graph().compile(checkpointer=SqliteSaver(conn))
+        cfg = {**(config or {}), "configurable": {**((config or {}).get("configurable") or {}), "thread_id": thread_id(record_path, options)}}
+        cfg.setdefault("max_concurrency", 4)
+        snapshot = compiled.get_state(cfg)
+        if snapshot.values and not snapshot.next:
+            if on_stage is not None:
+                on_stage("finished earlier (checkpoint)")
+            return dict(snapshot.values)
+        initial = None if snapshot.next else HolterQAState(record_path=str(base), out_dir=str(Path(out_dir).resolve()), options=options, items=[])
+        for update in compiled.stream(initial, cfg, stream_mode="updates"):  # None: resume after a crash
+            if on_stage is not None:
+                for node in update:
+                    on_stage(node)
+        return dict(compiled.get_state(cfg).values)
+    finally:
+        conn.close()

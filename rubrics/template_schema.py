@@ -1,0 +1,226 @@
+"""QA templates: the YAML schema of the 12 Holtercare-Bench task types and safe formatting.
+
+A template is data: question stems with variants, the answer format, the
+distractor rule and the evidence rule. The generating code is keyed by
+``task`` (one of :data:`TASKS`), so a new YAML file with a new ``id`` and new
+stems needs no Python. Stems are formatted with :func:`safe_format`: only
+plain ``{name}`` fields from a fixed vocabulary, no attribute or index access,
+no conversions, no ``eval``.
+
+Example (``rubrics/templates/closed_count.yaml``)::
+
+    id: closed_count
+    version: "1"
+    task: closed_count
+    stems:
+      - "{context}How many {event_plural} occur between {t0_ms} ms and {t1_ms} ms ...?"
+    answer: {format: integer}
+    distractors: {rule: count_offsets, params: {offsets: [-1, 1, 2]}}
+    evidence: {rule: event_beats}
+"""
+
+from __future__ import annotations
+
+import os
+import string
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from ecgtrace.errors import RubricError
+from ecgtrace.rubrics.loading import builtin_dir, load_model, read_yaml, rubric_error
+
+#: The 12 Holtercare-Bench task types, in dataset order.
+TASKS: tuple[str, ...] = (
+    "closed_presence",
+    "closed_count",
+    "closed_timing",
+    "closed_hr_extremum",
+    "closed_diagnosis",
+    "open_count",
+    "open_timing",
+    "open_hr_extremum",
+    "open_diagnosis",
+    "open_evidence",
+    "report_statistics",
+    "report_summary",
+)
+
+#: Event kinds a template may target (the synthetic schedule's vocabulary, noise excluded).
+EVENT_KINDS: tuple[str, ...] = (
+    "pac", "pvc", "v_couplet", "vt", "svt", "v_bigeminy", "v_trigeminy",
+    "af", "pause", "avb1", "sinus_tachycardia", "sinus_bradycardia",
+)
+
+#: Fields a stem may use; every one is filled by the writer for every item.
+PLACEHOLDERS: frozenset[str] = frozenset(
+    {"context", "event", "event_plural", "t0_ms", "t1_ms", "t0_s", "t1_s", "window_s", "duration_h", "hr_kind", "diagnosis", "lead"}
+)
+
+# Which distractor rules and answer formats fit which task (the generator relies on these pairs).
+_TASK_RULES: dict[str, tuple[str, str, str]] = {
+    # task: (format, answer format, distractor rule)
+    "closed_presence": ("closed", "yes_no", "yes_no"),
+    "closed_count": ("closed", "integer", "count_offsets"),
+    "closed_timing": ("closed", "timestamps_ms", "timing_shift"),
+    "closed_hr_extremum": ("closed", "time_ms", "hr_offsets"),
+    "closed_diagnosis": ("closed", "label", "absent_labels"),
+    "open_count": ("open", "integer", "none"),
+    "open_timing": ("open", "timestamps_ms", "none"),
+    "open_hr_extremum": ("open", "time_ms", "none"),
+    "open_diagnosis": ("open", "label", "none"),
+    "open_evidence": ("open", "text", "none"),
+    "report_statistics": ("report", "report_json", "none"),
+    "report_summary": ("report", "text", "none"),
+}
+_FORMATTER = string.Formatter()
+
+
+def _checked_stem(stem: str) -> str:
+    check_stem(stem)
+    return stem
+
+
+#: A question stem: checked one by one, so an error points at the stem's own line.
+Stem = Annotated[str, AfterValidator(_checked_stem)]
+
+
+class AnswerSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    format: Literal["yes_no", "integer", "timestamps_ms", "time_ms", "label", "text", "report_json"]
+    tolerance_ms: int = Field(default=150, ge=0, description="a time answer within this many ms of the truth is correct")
+
+
+class DistractorSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    rule: Literal["none", "yes_no", "count_offsets", "timing_shift", "hr_offsets", "absent_labels"]
+    n: int = Field(default=3, ge=1, le=6, description="number of distractors (closed questions)")
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class EvidenceSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    rule: Literal["event_beats", "event_span", "hr_extremum", "window", "record"]
+    margin_ms: int = Field(default=500, ge=0, description="noise closer than this to the evidence drops the item")
+
+
+class QATemplate(BaseModel):
+    """One QA template file."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    version: str
+    task: Literal[TASKS]  # type: ignore[valid-type]
+    description: str = ""
+    scope: Literal["window", "record"] = "window"
+    window_s: float = Field(default=10.0, gt=0, le=600)
+    event_kinds: list[str] = Field(default_factory=list, description="kinds targeted; empty = every kind the task supports")
+    max_items: int = Field(default=4, ge=1, le=1000, description="items per record and event kind")
+    stems: list[Stem] = Field(min_length=1)
+    answer: AnswerSpec
+    distractors: DistractorSpec = Field(default_factory=lambda: DistractorSpec(rule="none"))
+    evidence: EvidenceSpec
+
+    @field_validator("version", mode="before")
+    @classmethod
+    def _version_text(cls, value: Any) -> Any:
+        return str(value) if isinstance(value, (int, float)) else value
+
+    @field_validator("event_kinds")
+    @classmethod
+    def _known_kinds(cls, kinds: list[str]) -> list[str]:
+        for kind in kinds:
+            if kind not in EVENT_KINDS:
+                raise ValueError(f"unknown event kind {kind!r}; known: {', '.join(EVENT_KINDS)}")
+        return kinds
+
+    @model_validator(mode="after")
+    def _fits_task(self) -> QATemplate:
+        fmt, answer_format, rule = _TASK_RULES[self.task]
+        if self.answer.format != answer_format:
+            raise ValueError(f"task {self.task} needs answer.format {answer_format!r}, not {self.answer.format!r}")
+        if self.distractors.rule != rule:
+            raise ValueError(f"task {self.task} needs distractors.rule {rule!r}, not {self.distractors.rule!r}")
+        if fmt == "report" and self.scope != "record":
+            raise ValueError(f"task {self.task} is a whole-record report: scope must be 'record'")
+        return self
+
+    @property
+    def format(self) -> str:
+        """``closed``, ``open`` or ``report``."""
+        return _TASK_RULES[self.task][0]
+
+
+def check_stem(stem: str) -> list[str]:
+    """Field names of a stem; raise ValueError on anything but plain known ``{name}`` fields."""
+    names: list[str] = []
+    try:
+        parsed = list(_FORMATTER.parse(stem))
+    except ValueError as exc:
+        raise ValueError(f"malformed braces in stem {stem!r} ({exc})") from None
+    for _, name, spec, conversion in parsed:
+        if name is None:
+            continue
+        if not name.isidentifier():
+            raise ValueError(f"field {{{name}}} in stem {stem!r}: only plain names are allowed (no attribute or index access)")
+        if spec or conversion:
+            raise ValueError(f"field {{{name}}} in stem {stem!r}: format specs and conversions are not allowed")
+        if name not in PLACEHOLDERS:
+            raise ValueError(f"unknown field {{{name}}} in stem {stem!r}; allowed: {', '.join(sorted(PLACEHOLDERS))}")
+        names.append(name)
+    return names
+
+
+def safe_format(stem: str, values: dict[str, Any]) -> str:
+    """Fill a stem's ``{name}`` fields from ``values`` (plain names only, values turned into text)."""
+    check_stem(stem)
+    out: list[str] = []
+    for literal, name, _, _ in _FORMATTER.parse(stem):
+        out.append(literal)
+        if name is not None:
+            if name not in values:
+                raise ValueError(f"stem {stem!r} needs {{{name}}}, which this item does not provide")
+            out.append(str(values[name]))
+    return "".join(out)
+
+
+def load_template(path: str | os.PathLike[str]) -> QATemplate:
+    """Load and validate one template file; errors read ``file:line: field: reason``."""
+    return load_model(path, QATemplate)
+
+
+def template_files(directory: str | os.PathLike[str] | None = None) -> list[Path]:
+    """YAML template files of ``directory`` (default: the built-in templates), sorted by name."""
+    folder = Path(directory) if directory is not None else builtin_dir("templates")
+    if not folder.is_dir():
+        raise RubricError(f"{folder}: template folder not found")
+    return sorted(p for p in folder.iterdir() if p.suffix in {".yaml", ".yml"} and p.is_file())
+
+
+def load_templates(directory: str | os.PathLike[str] | None = None, *, tasks: list[str] | None = None) -> list[QATemplate]:
+    """Every template in ``directory`` (sorted by id); ``tasks`` keeps those of the given task types."""
+    templates: list[QATemplate] = []
+    seen: dict[str, Path] = {}
+    for path in template_files(directory):
+        template = load_template(path)
+        if template.id in seen:
+            _, lines = read_yaml(path)
+            raise rubric_error(path, lines, ("id",), f"duplicate template id {template.id!r} (also in {seen[template.id].name})")
+        seen[template.id] = path
+        templates.append(template)
+    if tasks:
+        unknown = [t for t in tasks if t not in TASKS]
+        if unknown:
+            raise RubricError(f"--tasks: unknown task {unknown[0]!r}; known: {', '.join(TASKS)}")
+        templates = [t for t in templates if t.task in tasks]
+    return sorted(templates, key=lambda t: t.id)
+
+
+def templates_version(templates: list[QATemplate]) -> dict[str, str]:
+    """``{template id: version}`` for the manifest."""
+    return {t.id: t.version for t in templates}
