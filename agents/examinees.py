@@ -67,6 +67,11 @@ def _as_text(turn: dict[str, Any], choice: str | list[str]) -> str:
     return ", ".join(choice) if isinstance(choice, list) else choice
 
 
+#: What the baselines say to an open question: they have no options to pick from, and
+#: an honest "cannot tell" scores the floor of each open metric (not an error).
+NO_OPTIONS_ANSWER = "I cannot tell."
+
+
 class OracleExaminee(Examinee):
     """Answers the ground truth, as option text (never ambiguous to the parser)."""
 
@@ -77,7 +82,10 @@ class OracleExaminee(Examinee):
 
 
 class RandomExaminee(Examinee):
-    """Uniform over options (multi-select: uniform over non-empty subsets), seeded per turn."""
+    """Uniform over options (multi-select: uniform over non-empty subsets), seeded per turn.
+
+    Open questions (no options) get :data:`NO_OPTIONS_ANSWER`.
+    """
 
     name = "random"
 
@@ -90,7 +98,9 @@ class RandomExaminee(Examinee):
 
     async def answer(self, messages: list[dict[str, Any]], turn: dict[str, Any]) -> Reply:
         rng = self._rng(turn)
-        options = turn["options"]
+        options = turn.get("options") or []
+        if not options:
+            return Reply(raw=NO_OPTIONS_ANSWER)
         if turn["multi"]:
             mask = rng.randrange(1, 2 ** len(options))  # uniform over the 2^n - 1 non-empty subsets
             return Reply(raw=", ".join(o for i, o in enumerate(options) if mask >> i & 1))
@@ -98,12 +108,17 @@ class RandomExaminee(Examinee):
 
 
 class PriorExaminee(Examinee):
-    """Sees the option texts only; always the longest option (first among ties)."""
+    """Sees the option texts only; always the longest option (first among ties).
+
+    Open questions (no options) get :data:`NO_OPTIONS_ANSWER`.
+    """
 
     name = "prior"
 
     async def answer(self, messages: list[dict[str, Any]], turn: dict[str, Any]) -> Reply:
-        options = turn["options"]
+        options = turn.get("options") or []
+        if not options:
+            return Reply(raw=NO_OPTIONS_ANSWER)
         return Reply(raw=max(options, key=len))  # max keeps the first of equal lengths
 
 

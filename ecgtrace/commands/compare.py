@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-HELP = "Compare two audit runs on their shared items (McNemar per metric and stage)."
+HELP = "Compare two audit runs (McNemar per metric and stage) or two QA runs (per task) on their shared items."
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -25,11 +25,20 @@ def run(args: argparse.Namespace) -> int:
 
     header_a, rows_a = load_run_samples(args.run_a)
     header_b, rows_b = load_run_samples(args.run_b)
-    result = compare_runs(rows_a, rows_b)
+    kind_a = header_a["identity"].get("kind", "audit")
+    kind_b = header_b["identity"].get("kind", "audit")
+    if kind_a != kind_b:
+        raise RunError(f"cannot compare a {kind_a} run ({args.run_a}) with a {kind_b} run ({args.run_b})")
+    if kind_a == "qa":
+        from ecgtrace.agents.qa_results import compare_qa
+
+        result = compare_qa(rows_a, rows_b)
+    else:
+        result = compare_runs(rows_a, rows_b)
     if result["shared_samples"] == 0:
         raise RunError(f"{args.run_a} and {args.run_b} share no finished samples")
     if header_a["identity"].get("dataset_sha256") != header_b["identity"].get("dataset_sha256"):
-        result["warning"] = "the runs used different audit files; only items with the same id are paired"
+        result["warning"] = "the runs used different datasets; only items with the same id are paired"
     result["a"] = {"run": str(args.run_a), "model": header_a["identity"].get("model"), "mode": header_a["identity"].get("mode")}
     result["b"] = {"run": str(args.run_b), "model": header_b["identity"].get("model"), "mode": header_b["identity"].get("mode")}
     if args.json:

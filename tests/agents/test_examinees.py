@@ -133,3 +133,14 @@ def test_fatal_status_and_missing_key_are_user_errors(mock_server, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     with pytest.raises(ModelError, match="OPENAI_API_KEY is not set"):
         make_examinee("openai:gpt-4o")
+
+
+def test_baselines_answer_open_questions_without_error():
+    import asyncio
+
+    from ecgtrace.agents.examinees import NO_OPTIONS_ANSWER, make_examinee
+
+    open_turn = {"index": 0, "sample_id": "s", "options": None, "multi": False, "answer": "3"}
+    for spec in ("random", "prior"):
+        reply = asyncio.run(make_examinee(spec).answer([], open_turn))
+        assert reply.error is None and reply.raw == NO_OPTIONS_ANSWER

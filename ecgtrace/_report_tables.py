@@ -1,0 +1,110 @@
+"""HTML tables of the report: run facts, audit metrics, QA metrics. Every value is escaped."""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Any
+
+
+def e(value: Any) -> str:
+    """Escape anything for HTML text and attribute values (quotes included)."""
+    return escape("" if value is None else str(value), quote=True)
+
+
+def fmt_prop(metric: dict[str, Any] | None) -> str:
+    if not metric or metric.get("value") is None:
+        return "&ndash;"
+    lo, hi = metric["ci95"]
+    k = f" <span class=n>({e(metric['k'])}/{e(metric['n'])})</span>" if "k" in metric else ""
+    return f"{100 * metric['value']:.1f}% <span class=ci>[{100 * lo:.1f}, {100 * hi:.1f}]</span>{k}"
+
+
+def fmt_mean(metric: dict[str, Any] | None, scale: float = 1.0, digits: int = 2) -> str:
+    if not metric or metric.get("value") is None:
+        return "&ndash;"
+    lo, hi = metric["ci95"]
+    return f"{scale * metric['value']:.{digits}f} <span class=ci>[{scale * lo:.{digits}f}, {scale * hi:.{digits}f}]</span> <span class=n>(n={e(metric['n'])})</span>"
+
+
+def table(headers: list[str], rows: list[list[str]], cls: str = "metrics", caption: str | None = None) -> str:
+    """``headers`` are escaped here; cells must already be safe HTML (built with :func:`e`)."""
+    head = "".join(f"<th scope=col>{e(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
+    cap = f"<caption>{e(caption)}</caption>" if caption else ""
+    return f"<table class={cls}>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def run_table(header: dict[str, Any], results: dict[str, Any] | None) -> str:
+    identity = header.get("identity") or {}
+    settings = header.get("settings") or {}
+    rows = [["run id", e(header.get("run_id"))], ["kind", e(identity.get("kind", "audit"))], ["created (UTC)", e(header.get("created_utc"))]]
+    for key in ("model", "modality", "mode", "judge", "seed", "limit", "prompt_version", "scoring_version", "dataset_sha256"):
+        if key in identity and identity[key] is not None:
+            rows.append([e(key), e(identity[key])])
+    if settings.get("dataset_path"):
+        rows.append(["dataset", e(settings["dataset_path"])])
+    if results:
+        rows.append(["finished", e(f"{results.get('n_finished', '?')} of {results.get('n_items', '?')} samples")])
+    versions = header.get("versions") or {}
+    if versions:
+        rows.append(["versions", e(", ".join(f"{k} {v}" for k, v in sorted(versions.items())))])
+    return table(["field", "value"], rows, cls="kv")
+
+
+# ------------------------------------------------------------------ audit
+
+def audit_tables(results: dict[str, Any]) -> str:
+    overall = results["overall"]
+    blocks = [*results.get("per_diagnosis", {}).items(), ("overall", overall)]
+    rows = [[e(name), e(b["n"]), fmt_prop(b["ida"]), fmt_prop(b["gt_rda"]), fmt_prop(b["completion"]), fmt_mean(b["depth"]),
+             e(b["turns"]["errors"]), e(b["turns"]["parse_failures"])] for name, b in blocks]
+    out = ["<h2 id=summary>Summary</h2>", table(["diagnosis", "n", "IDA", "GT-RDA", "Completion", "Depth (0-4)", "errors", "parse failures"],
+                                                 rows, caption="Reasoning-audit metrics with 95% intervals (Wilson; depth: normal)")]
+    stage_keys = sorted({k for _, b in blocks for k in b.get("stages", {})})
+    if stage_keys:
+        stage_rows = [[e(name)] + [fmt_prop(b.get("stages", {}).get(k)) for k in stage_keys] for name, b in blocks]
+        out += ["<h2 id=stages>Per-stage accuracy</h2>", table(["diagnosis", *stage_keys], stage_rows, caption="Share of asked turns answered correctly")]
+    return "\n".join(out)
+
+
+# ------------------------------------------------------------------ QA
+
+def _task_metric(block: dict[str, Any]) -> tuple[str, str]:
+    fam = block.get("family")
+    if fam == "numeric" and block.get("score_mae"):
+        parts = [f"{v['score_mae']:.1f} <span class=n>(MAE {v['mae']:.4g} {e(v['unit'])}, &mu;={e(v['mu'])}, &sigma;={e(v['sigma'])}, n={e(v['n'])})</span>"
+                 for v in block["score_mae"].values()]
+        return "ScoreMAE", "<br>".join(parts)
+    if fam == "timestamps":
+        m = block["micro"]
+        return "timestamp F1 (micro)", f"{100 * m['f1']:.1f}% <span class=n>(P {100 * m['precision']:.1f}%, R {100 * m['recall']:.1f}%)</span>"
+    if fam == "report":
+        return "fields within tolerance", fmt_mean(block["field_accuracy"], 100.0, 1)
+    if fam == "text":
+        return "ROUGE-L F &times;100", fmt_mean(block["rouge_l"], 100.0, 1)
+    return "accuracy", fmt_prop(block.get("accuracy"))
+
+
+def qa_tables(results: dict[str, Any]) -> str:
+    rows = []
+    for task, block in results.get("per_task", {}).items():
+        name, value = _task_metric(block)
+        judge = block.get("judge")
+        rows.append([e(task), e(block["n"]), name, value, fmt_prop(block.get("accuracy")) if block.get("family") != "closed" and block.get("accuracy") else "",
+                     fmt_mean(block["mean_score"], 1.0, 1), fmt_mean(judge["score"], 1.0, 1) if judge else "&ndash;",
+                     e(block["errors"]), e(block["parse_failures"])])
+    overall = results["overall"]
+    rows.append(["<b>overall</b>", e(overall["n"]), "closed accuracy", fmt_prop(overall["closed_accuracy"]), "", fmt_mean(overall["mean_score"], 1.0, 1), "", "", ""])
+    out = ["<h2 id=summary>Summary per task</h2>",
+           table(["task", "n", "metric", "value [95% CI]", "within tolerance", "mean item score (0-100)", "judge score", "errors", "parse failures"], rows,
+                 caption="QA metrics; proportions with Wilson 95% intervals, means with normal 95% intervals")]
+    findings = results.get("per_finding") or {}
+    if findings:
+        frows = [[e(name), e(b["n"]), fmt_prop(b["closed_accuracy"]), fmt_mean(b["mean_score"], 1.0, 1)] for name, b in findings.items()]
+        out += ["<h2 id=findings>Per diagnosis / finding</h2>", table(["finding", "n", "closed accuracy", "mean item score"], frows)]
+    for task, block in results.get("per_task", {}).items():
+        if block.get("family") == "report" and block.get("fields"):
+            frows = [[e(name), fmt_prop(metric)] for name, metric in block["fields"].items()]
+            frows.append(["<i>hallucination rate</i>", fmt_prop(block.get("hallucination_rate"))])
+            out += [f"<h3>{e(task)}: statistics within tolerance</h3>", table(["statistic", "accuracy"], frows)]
+    return "\n".join(out)

@@ -1,0 +1,164 @@
+"""``ecgtrace qa-eval DIR/qa.jsonl --model M --run RUNDIR``: score a model on a Holter QA dataset."""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = "Score a model on a QA dataset: closed accuracy, ScoreMAE, timestamp F1, ROUGE-L, report statistics (resumable)."
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("qa", help="qa.jsonl (or the folder holding it)")
+    parser.add_argument("--model", required=True, help="openai:<model>, oracle, random, prior or human")
+    parser.add_argument("--run", required=True, metavar="RUNDIR", help="run folder (created; reused to resume)")
+    parser.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
+    parser.add_argument("--api-key-env", default="OPENAI_API_KEY", metavar="NAME",
+                        help="environment variable holding the API key (default OPENAI_API_KEY); the key is never written")
+    parser.add_argument("--modality", choices=("text", "image", "both"), default="image", help="how the ECG is shown (default image)")
+    parser.add_argument("--concurrency", type=int, default=8, help="requests in flight (default 8)")
+    parser.add_argument("--timeout", type=float, default=120.0, metavar="S", help="per-request timeout in seconds (default 120)")
+    parser.add_argument("--max-attempts", type=int, default=4, help="tries per request on 429/5xx/timeouts (default 4)")
+    parser.add_argument("--max-tokens", type=int, default=None, help="cap on answer tokens")
+    parser.add_argument("--limit", type=int, default=None, metavar="N", help="only the first N items")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random examinee (default 0)")
+    parser.add_argument("--judge", default=None, metavar="MODEL",
+                        help="LLM judge for free-text and report answers (openai:<model>), scored with rubrics/judges/*.yaml")
+    parser.add_argument("--judge-base-url", default=None, help="endpoint of the judge (default: --base-url)")
+    parser.add_argument("--judge-rubrics", default=None, metavar="DIR", help="folder of judge rubric YAML files (default: built-in)")
+    parser.add_argument("--skip-unavailable", action="store_true",
+                        help="leave out items that cannot be shown in --modality (e.g. annotation-only records have no image) instead of stopping")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar or table")
+
+
+def run(args: argparse.Namespace) -> int:
+    import asyncio
+    from pathlib import Path
+
+    from rich.console import Console
+
+    from ecgtrace.agents.examinees import make_examinee
+    from ecgtrace.agents.qa_runner import check_modality, identity_for, load_qa, run_qa
+    from ecgtrace.errors import EcgTraceError
+    from ecgtrace.runlog import RunDir
+
+    for name, value in (("--concurrency", args.concurrency), ("--limit", args.limit), ("--max-attempts", args.max_attempts)):
+        if value is not None and value < 1:
+            raise EcgTraceError(f"{name} must be at least 1, got {value}")
+    if args.timeout <= 0:
+        raise EcgTraceError(f"--timeout must be positive, got {args.timeout:g}")
+    qa = load_qa(args.qa)
+    items = qa.items[: args.limit] if args.limit else qa.items
+    skipped: set[str] = set()
+    for item in items:
+        try:
+            check_modality(item, qa.base_dir, args.modality)
+        except EcgTraceError:
+            if not args.skip_unavailable:
+                raise
+            skipped.add(item["id"])
+    items = [it for it in items if it["id"] not in skipped]
+    if not items:
+        raise EcgTraceError(f"no item of {qa.path} can be shown with --modality {args.modality}")
+    common = dict(api_key_env=args.api_key_env, timeout_s=args.timeout, concurrency=args.concurrency,
+                  max_attempts=args.max_attempts, max_tokens=args.max_tokens)
+    examinee = make_examinee(args.model, seed=args.seed, base_url=args.base_url, **common)
+    judge = rubrics = None
+    if args.judge:
+        rubrics = _rubrics(Path(args.judge_rubrics) if args.judge_rubrics else None)
+        judge = make_examinee(args.judge, base_url=args.judge_base_url or args.base_url, **common)
+    identity = identity_for(qa, model=args.model, modality=args.modality, seed=args.seed, limit=args.limit,
+                            max_tokens=args.max_tokens, judge=args.judge)
+    if args.skip_unavailable:
+        identity["skipped_unavailable"] = len(skipped)
+    if rubrics:
+        identity["judge_rubrics"] = sorted({f"{r.id}@{r.version}" for r in rubrics.values()})
+    settings = {"dataset_path": str(qa.path), "base_url": args.base_url, "judge_base_url": args.judge_base_url,
+                "api_key_env": args.api_key_env, "concurrency": args.concurrency, "timeout_s": args.timeout,
+                "max_attempts": args.max_attempts}
+    run_dir = RunDir.open(args.run, identity, settings)
+    console = Console(stderr=True)
+    done_before = len(run_dir.finished_ids() & {it["id"] for it in items})
+
+    def ask_human(payload: dict) -> str:
+        console.rule(f"{payload['sample_id']} - {payload['stage']}")
+        console.print(payload["prompt"], markup=False, highlight=False)
+        return console.input("[bold]your answer> [/]")
+
+    kwargs = dict(modality=args.modality, concurrency=args.concurrency, limit=args.limit, judge=judge, rubrics=rubrics, ask_human=ask_human,
+                  skip_ids=skipped)
+    if skipped:
+        console.print(f"[yellow]{len(skipped)} item(s) cannot be shown with --modality {args.modality}: left out[/]")
+    if args.quiet or examinee.interactive:
+        results = asyncio.run(run_qa(qa, run_dir, examinee, **kwargs))
+    else:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        with Progress(TextColumn("[bold]qa-eval[/]"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console) as progress:
+            task = progress.add_task("qa", total=len(items), completed=done_before)
+            results = asyncio.run(run_qa(qa, run_dir, examinee, on_sample=lambda row: progress.advance(task), **kwargs))
+    if not args.quiet:
+        print_results(results, title=f"{args.model} - {args.modality}")
+    return 0
+
+
+def _rubrics(folder):  # noqa: ANN001, ANN202
+    from ecgtrace.errors import RubricError
+    from ecgtrace.rubrics.judge_schema import builtin_rubrics, load_rubric
+
+    if folder is None:
+        return builtin_rubrics()
+    if not folder.is_dir():
+        raise RubricError(f"--judge-rubrics {folder} is not a folder")
+    out = {}
+    for path in sorted(folder.glob("*.yaml")):
+        rubric = load_rubric(path)
+        for task in rubric.tasks:
+            out[task] = rubric
+    if not out:
+        raise RubricError(f"--judge-rubrics {folder}: no *.yaml rubric files")
+    return out
+
+
+def main_metric(block: dict) -> tuple[str, str]:
+    """(metric name, formatted value [95% CI]) of one per-task block."""
+    fam = block["family"]
+    if fam == "numeric" and block.get("score_mae"):
+        parts = [f"{v['score_mae']:.1f} (MAE {v['mae']:.3g} {v['unit']})" for v in block["score_mae"].values()]
+        return "ScoreMAE", "; ".join(parts)
+    if fam == "timestamps":
+        return "F1 (micro)", f"{100 * block['micro']['f1']:.1f}%  mean {_fmt(block['mean_f1'], pct=True)}"
+    if fam == "report":
+        return "fields within tolerance", _fmt(block["field_accuracy"], pct=True) + f"  halluc. {_fmt(block['hallucination_rate'], pct=True)}"
+    if fam == "text":
+        return "ROUGE-L F", _fmt(block["rouge_l"], pct=True)
+    return "accuracy", _fmt(block["accuracy"], pct=True)
+
+
+def _fmt(metric: dict, pct: bool = False) -> str:
+    if not metric or metric.get("value") is None:
+        return "-"
+    k = 100.0 if pct else 1.0
+    lo, hi = metric["ci95"]
+    unit = "%" if pct else ""
+    return f"{k * metric['value']:.1f}{unit} [{k * lo:.1f}, {k * hi:.1f}]"
+
+
+def print_results(results: dict, title: str = "") -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"QA evaluation {title}".strip())
+    for column in ("task", "n", "metric", "value [95% CI]", "mean score", "judge", "errors", "parse fail"):
+        table.add_column(column, justify="left" if column in ("task", "metric") else "right")
+    for task, block in results["per_task"].items():
+        name, value = main_metric(block)
+        judge = block.get("judge")
+        table.add_row(task, str(block["n"]), name, value, _fmt(block["mean_score"]),
+                      _fmt(judge["score"]) if judge else "-", str(block["errors"]), str(block["parse_failures"]))
+    overall = results["overall"]
+    table.add_row("overall", str(overall["n"]), "closed accuracy", _fmt(overall["closed_accuracy"], pct=True), _fmt(overall["mean_score"]),
+                  "", "", "", style="bold")
+    console = Console()
+    console.print(table)
+    if not results.get("complete", True):
+        console.print(f"[yellow]{results['n_finished']} of {results['n_items']} samples finished; rerun to resume[/]")
