@@ -20,9 +20,15 @@ three probes are run, per task / stage, per diagnosis / finding, and overall:
   question; its accuracy is tested against chance (``1/n_q``; multi-select:
   ``1/(2^n_q - 1)``, exact set) with the same exact one-sided test.
 
+* **Select all** (multi-select questions only): how often "every option" is
+  the exact answer, against ``1/(2^n_q - 1)``. A dataset where findings show in
+  every lead lets a text-only model answer lead questions this way; the
+  ``prior`` examinee (which picks one option) cannot reveal it.
+
 p-values are Holm-adjusted over every test in the report; a part of the
 dataset is **flagged** when an adjusted p is below ``alpha`` (default 0.05):
-``position``, ``longest``, ``shortest`` or ``prior`` (text-only beats chance).
+``position``, ``longest``, ``shortest``, ``prior`` (text-only beats chance) or
+``select_all``.
 Groups with fewer than :data:`MIN_N` questions are reported but not tested.
 """
 
@@ -39,6 +45,7 @@ from ecgtrace.errors import EcgTraceError
 
 MIN_N = 5
 ALPHA = 0.05
+PROBES = ("position", "longest", "shortest", "prior", "select_all")
 
 
 # ------------------------------------------------------------------ questions
@@ -130,6 +137,15 @@ def _length(questions: list[dict[str, Any]], longest: bool) -> dict[str, Any]:
             "p": poisson_binomial_sf(hits, probs) if n >= MIN_N else None}
 
 
+def _select_all(questions: list[dict[str, Any]]) -> dict[str, Any]:
+    multi = [q for q in questions if q["multi"]]
+    hits = sum(1 for q in multi if sorted(q["answer"]) == sorted(q["options"]))
+    probs = [1.0 / (2 ** len(q["options"]) - 1) for q in multi]
+    n = len(multi)
+    return {"n": n, "hits": hits, "rate": round(hits / n, 6) if n else None, "chance": round(sum(probs) / n, 6) if n else None,
+            "p": poisson_binomial_sf(hits, probs) if n >= MIN_N else None}
+
+
 def prior_answers(questions: list[dict[str, Any]]) -> list[bool]:
     """Whether the ``prior`` examinee (option texts only) answers each question correctly."""
     from ecgtrace.agents.examinees import PriorExaminee
@@ -185,8 +201,9 @@ def probe(path: str | Path, *, alpha: float = ALPHA) -> dict[str, Any]:
             parts += [(by, name, buckets[name]) for name in sorted(buckets)]
         for by, name, qs in parts:
             groups.append({"source": source, "by": by, "group": name, "n": len(qs), "position": _position(qs),
-                           "longest": _length(qs, True), "shortest": _length(qs, False), "prior": _prior(qs)})
-    tests = [(g, key) for g in groups for key in ("position", "longest", "shortest", "prior") if g[key]["p"] is not None]
+                           "longest": _length(qs, True), "shortest": _length(qs, False), "prior": _prior(qs),
+                           "select_all": _select_all(qs)})
+    tests = [(g, key) for g in groups for key in PROBES if g[key]["p"] is not None]
     adjusted = _holm([g[key]["p"] for g, key in tests])
     for g in groups:
         g["flags"] = []

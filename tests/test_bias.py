@@ -14,7 +14,9 @@ from scipy.stats import binom
 from ecgtrace.bias import poisson_binomial_sf, probe
 from ecgtrace.cli import main
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
 
 
 def _item(i: int, task: str, options: list[str], answer: str, finding: str = "pvc") -> dict:
@@ -107,3 +109,37 @@ def test_cli_json_and_tables(tmp_path: Path, capsys) -> None:  # noqa: ANN001
     assert main(["bias", str(FIXTURES / "qa_small.jsonl")]) == 0
     assert "shortcut probes - qa" in capsys.readouterr().out
     assert main(["bias", str(tmp_path / "missing")]) == 2
+
+
+def test_select_all_probe_flags_lead_questions_answered_by_every_lead(tmp_path):
+    """A text-only policy 'select every option' must be caught when it beats 1/(2^n - 1)."""
+    import json
+
+    from ecgtrace.bias import probe
+
+    rows = []
+    for k in range(30):
+        options = ["Yes", "No"]
+        rows.append({"id": f"q{k}", "task": "closed_presence", "question": f"Is there a PVC in window {k}?",
+                     "options": options, "answer": options[k % 2], "answer_type": "yes_no"})
+    path = tmp_path / "qa.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert not any("select_all" in line for line in probe(path)["flagged"])
+
+    audit_lines = (FIXTURES / "audit_small.jsonl").read_text().splitlines()
+    items = [json.loads(line) for line in audit_lines]
+    leads_questions = 0
+    for n, item in enumerate(items * 4):
+        item = json.loads(json.dumps(item))
+        item["id"] = f"{item['id']}-{n}"
+        for loop in item["loops"]:
+            for g in loop["grounding"]:
+                if g["kind"] == "lead":
+                    g["answer"] = list(g["options"])  # every lead, every time
+                    leads_questions += 1
+        (tmp_path / "audit").mkdir(exist_ok=True)
+        with open(tmp_path / "audit" / "audit.jsonl", "a") as handle:
+            handle.write(json.dumps(item) + "\n")
+    assert leads_questions >= 5
+    result = probe(tmp_path / "audit" / "audit.jsonl")
+    assert any("grounding:lead" in line and "select_all" in line for line in result["flagged"])

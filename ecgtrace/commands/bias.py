@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-HELP = "Probe a dataset for shortcuts: answer-position balance, answer-length bias, text-only prior vs chance."
+HELP = "Probe a dataset for shortcuts: answer-position balance, answer-length bias, text-only prior and select-all vs chance."
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     for source in sorted({g["source"] for g in result["groups"]}):
         table = Table(title=f"shortcut probes - {source} ({result['n_questions']} closed questions in all; p Holm-adjusted)")
         for column in ("group", "n", "answer positions (A, B, ...)", "p", "answer longest (chance)", "p", "answer shortest (chance)", "p",
-                       "prior acc. (chance)", "p", "flags"):
+                       "prior acc. (chance)", "p", "select all (chance)", "p", "flags"):
             table.add_column(column, justify="left" if column in ("group", "flags", "answer positions (A, B, ...)") else "right")
         for g in result["groups"]:
             if g["source"] != source or not (args.all or g["by"] == "all" or g["flags"]):
@@ -56,6 +56,7 @@ def run(args: argparse.Namespace) -> int:
                           _rate(g["longest"]["rate"], g["longest"]["chance"]), _p(g["longest"]),
                           _rate(g["shortest"]["rate"], g["shortest"]["chance"]), _p(g["shortest"]),
                           _rate(g["prior"]["accuracy"], g["prior"]["chance"]), _p(g["prior"]),
+                          _rate(g["select_all"]["rate"], g["select_all"]["chance"]), _p(g["select_all"]),
                           ", ".join(g["flags"]) or "", style="bold red" if g["flags"] else None)
         console.print(table)
     if result["flagged"]:
