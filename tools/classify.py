@@ -1,0 +1,284 @@
+"""AAMI beat classification (N, S, V, F, Q) from the signal around given beat positions.
+
+Order of the decision, per beat:
+
+1. **Q** when the beat lies in an artifact span, or no lead is usable around it
+   (NaN, flat, or the window leaves the record), or no dominant template could
+   be learned.
+2. A small random forest (``tools/data/beat_classifier.npz``) over
+   record-relative features: RR prematurity and compensatory pause, QRS width,
+   correlation/amplitude/area against the record's **own dominant beat**
+   (an unsupervised median template re-learned every chunk from its
+   regular-RR beats: no label of the record is ever used), P-wave evidence and
+   noise, plus one general rule (a clean beat clearly wider than, and
+   different from, the dominant beat is V). The forest was trained on *other* records only (MIT-BIH DS1; see
+   ``benchmarks/train_classify_model.py`` and the train/test split in
+   ``benchmarks/classify.py``).
+3. **AF first**: inside the AF mask a beat is never S (an RR-irregular beat in
+   AF is not a premature atrial beat); it falls back to the next most likely
+   class.
+
+Example:
+    >>> from ecgtrace.tools.classify import classify_beats
+    >>> result = classify_beats("data/mitdb/119", beat_samples, 360.0)  # doctest: +SKIP
+    >>> result.to_json()["counts"]  # doctest: +SKIP
+    {'N': 1540, 'S': 0, 'V': 444, 'F': 0, 'Q': 3}
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ecgtrace.errors import EcgTraceError
+from ecgtrace.tools import _classify_model as cm
+from ecgtrace.tools import _classify_pipeline as cp
+from ecgtrace.tools.annotations import AAMI_ORDER
+from ecgtrace.tools.records import RecordInfo, iter_chunks, open_record
+
+METHOD = "rr-template-forest"
+VERSION = "1"
+
+#: P wave present: pre-QRS segment correlates with the template's P and has a similar size.
+P_WAVE_MIN_CORR = 0.5
+P_WAVE_AMP_RANGE = (0.4, 2.5)
+#: Decision weights on the forest's class probabilities. Chosen on the leave-one-record-out
+#: outputs of the training records (MIT-BIH DS1 + 100), never on a test record: V x0.5 trades
+#: 1 point of V sensitivity for 1 point of V +P; S x1.5 recovers S sensitivity.
+DECISION_WEIGHTS = {"N": 1.0, "S": 1.5, "V": 0.5, "F": 1.0}
+#: General "wide and different from the dominant beat" rule: a clean beat whose QRS (and that of
+#: its look-alikes) is clearly wider than the record's dominant beat, and whose shape differs,
+#: is ventricular whatever the forest says (the forest under-calls wide V beats that still
+#: correlate ~0.8 with the dominant beat, e.g. MIT-BIH 223). Thresholds set on DS1 (training) records.
+WIDE_V_RULE = {"clu_width_ratio_min": 1.4, "width_ratio_min": 1.3, "corr_qrs_mean_max": 0.9, "noise_ratio_max": 0.3}
+
+
+class ClassifyError(EcgTraceError):
+    """Beat positions, masks or signal arrays that do not fit together."""
+
+
+@dataclass(frozen=True)
+class BeatClasses:
+    """AAMI classes of beats plus the features that decided them.
+
+    Attributes:
+        classes: ``'<U1'`` array, one of N S V F Q per beat.
+        features: per-beat numpy arrays. Always present: ``rr_prev_ms``,
+            ``rr_next_ms``, ``local_rr_ms`` (median RR around the beat),
+            ``prematurity`` (1 - rr_prev/local_rr), ``compensatory_ratio``
+            ((rr_prev + rr_next) / (2 local_rr)), ``qrs_width_ms`` (energy-based
+            QRS duration), ``template_corr_max`` / ``template_corr_mean``
+            (QRS correlation with the dominant template over usable leads),
+            ``p_wave_present`` (bool), ``in_af`` (bool), ``in_artifact`` (bool),
+            ``proba_N``/``proba_S``/``proba_V``/``proba_F`` (model output), and
+            the other model inputs.
+        provenance: plain-JSON provenance dict (source "detected").
+    """
+
+    classes: np.ndarray
+    features: dict[str, np.ndarray] = field(repr=False)
+    provenance: dict[str, Any] = field(default_factory=dict)
+
+    def counts(self) -> dict[str, int]:
+        return {c: int(np.count_nonzero(self.classes == c)) for c in AAMI_ORDER}
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain-JSON summary (counts per class, no per-beat arrays)."""
+        n = int(self.classes.size)
+        return {
+            "n_beats": n,
+            "counts": self.counts(),
+            "n_in_af": int(np.count_nonzero(self.features.get("in_af", np.zeros(0, bool)))),
+            "n_p_wave_present": int(np.count_nonzero(self.features.get("p_wave_present", np.zeros(0, bool)))),
+            "provenance": self.provenance,
+        }
+
+
+def classify_beats(
+    record: RecordInfo | str | os.PathLike[str],
+    beat_samples: np.ndarray,
+    fs_hz: float,
+    *,
+    af_mask: np.ndarray | None = None,
+    artifact_spans: Iterable[Any] = (),
+    chunk_s: float = 600.0,
+    auto_af: bool = True,
+) -> BeatClasses:
+    """Classify beats of a record read chunk by chunk (bounded memory).
+
+    Args:
+        record: an opened :class:`RecordInfo` or a record path.
+        beat_samples: R-peak sample indices (sorted ascending, int).
+        fs_hz: sampling rate of ``beat_samples`` (Hz); must equal the record's.
+        af_mask: optional bool per beat, True inside AF/flutter (from
+            ``tools.af.detect_af(...).beat_mask``); such beats are never S.
+            When None and ``auto_af`` is true, the mask is computed here with
+            ``tools.af.detect_af`` from the beats, this module's P-wave evidence
+            and its provisional classes (AF first, even when the caller has no mask).
+        artifact_spans: spans ``(start_sample, stop_sample)`` (or dicts with
+            ``start_sample``/``stop_sample`` or ``onset_sample``/``offset_sample``)
+            whose beats are labelled Q.
+        chunk_s: chunk length (s) of the streaming pass.
+        auto_af: detect AF internally when ``af_mask`` is None (pass False, or an
+            all-False mask, to classify without any AF information).
+
+    Raises:
+        ClassifyError: beat positions unsorted, outside the record, or fs mismatch.
+    """
+    info = record if isinstance(record, RecordInfo) else open_record(record)
+    beats = _check_beats(beat_samples, info.n_samples, f"{info.name}")
+    if abs(float(fs_hz) - info.fs_hz) > 1e-6:
+        raise ClassifyError(f"{info.name}: fs_hz={fs_hz:g} does not match the record's {info.fs_hz:g} Hz")
+    usable = np.array([lead not in info.unusable_leads for lead in info.leads], dtype=bool)
+    chunks = iter_chunks(info, chunk_s=chunk_s, overlap_s=2.0) if beats.size else iter(())
+    feats, n_templates = cp.features_from_chunks(chunks, beats, info.fs_hz, usable)
+    params = {"record": info.name, "fs_hz": float(info.fs_hz), "chunk_s": float(chunk_s), "leads": list(info.leads),
+              "unusable_leads": list(info.unusable_leads)}
+    return _decide(feats, beats, info.fs_hz, af_mask, artifact_spans, n_templates, params, auto_af=auto_af)
+
+
+def classify_beats_array(
+    signal_mv: np.ndarray,
+    fs_hz: float,
+    beat_samples: np.ndarray,
+    *,
+    af_mask: np.ndarray | None = None,
+    artifact_spans: Iterable[Any] = (),
+    auto_af: bool = True,
+) -> BeatClasses:
+    """Classify beats of an in-memory window ``signal_mv`` of shape (n, n_leads) in mV.
+
+    ``beat_samples`` index into ``signal_mv``. Flat or all-NaN leads are ignored;
+    a beat with no usable lead around it is Q.
+    """
+    x = np.asarray(signal_mv, dtype=np.float32)
+    if x.ndim == 1:
+        x = x[:, None]
+    if x.ndim != 2 or x.shape[0] == 0:
+        raise ClassifyError(f"signal_mv must be (n_samples, n_leads), got shape {np.shape(signal_mv)}")
+    if not np.isfinite(fs_hz) or fs_hz <= 0:
+        raise ClassifyError(f"fs_hz must be > 0, got {fs_hz!r}")
+    beats = _check_beats(beat_samples, x.shape[0], "signal window")
+    feats, n_templates = cp.features_from_array(x, float(fs_hz), beats, chunk_samples=int(round(600.0 * fs_hz)))
+    params = {"fs_hz": float(fs_hz), "n_samples": int(x.shape[0]), "n_leads": int(x.shape[1])}
+    return _decide(feats, beats, float(fs_hz), af_mask, artifact_spans, n_templates, params, auto_af=auto_af)
+
+
+def _check_beats(beat_samples: np.ndarray, n_samples: int, where: str) -> np.ndarray:
+    beats = np.asarray(beat_samples)
+    if beats.ndim != 1:
+        raise ClassifyError(f"{where}: beat_samples must be 1-D, got shape {beats.shape}")
+    if beats.size and not np.issubdtype(beats.dtype, np.integer):
+        if not np.all(np.isfinite(beats)):
+            raise ClassifyError(f"{where}: beat_samples contain NaN or inf")
+        beats = np.round(beats)
+    beats = beats.astype(np.int64)
+    if beats.size and (beats.min() < 0 or beats.max() >= n_samples):
+        raise ClassifyError(f"{where}: beat samples reach {int(beats.max())} but there are {n_samples} samples")
+    if beats.size > 1 and np.any(np.diff(beats) <= 0):
+        raise ClassifyError(f"{where}: beat_samples must be strictly increasing")
+    return beats
+
+
+def _span_mask(beats: np.ndarray, spans: Iterable[Any]) -> np.ndarray:
+    mask = np.zeros(beats.size, dtype=bool)
+    for span in spans or ():
+        if isinstance(span, dict):
+            lo = span.get("start_sample", span.get("onset_sample"))
+            hi = span.get("stop_sample", span.get("offset_sample"))
+        elif hasattr(span, "start_sample"):
+            lo, hi = span.start_sample, span.stop_sample
+        else:
+            lo, hi = span[0], span[1]
+        if lo is None or hi is None:
+            raise ClassifyError(f"artifact span {span!r} has no start/stop sample")
+        mask |= (beats >= int(lo)) & (beats < int(hi))
+    return mask
+
+
+def feature_matrix(feats: dict[str, np.ndarray], names: Sequence[str]) -> np.ndarray:
+    """Model input matrix (n_beats, n_features) float32 in ``names`` order."""
+    missing = [n for n in names if n not in feats]
+    if missing:
+        raise ClassifyError(f"classifier model expects features {missing} that the pipeline does not compute")
+    X = np.column_stack([np.asarray(feats[n], dtype=np.float64) for n in names]) if names else np.zeros((0, 0))
+    return np.nan_to_num(X, nan=0.0, posinf=1e6, neginf=-1e6).astype(np.float32)
+
+
+def _p_wave_present(feats: dict[str, np.ndarray], no_signal: np.ndarray) -> np.ndarray:
+    return (
+        (feats["p_corr"] >= P_WAVE_MIN_CORR)
+        & (feats["p_amp_ratio"] >= P_WAVE_AMP_RANGE[0])
+        & (feats["p_amp_ratio"] <= P_WAVE_AMP_RANGE[1])
+        & ~no_signal
+    )
+
+
+def _decide(feats, beats, fs_hz, af_mask, artifact_spans, n_templates, params, forest: cm.Forest | None = None,
+            auto_af: bool = False) -> BeatClasses:
+    n = beats.size
+    forest = forest or cm.load_forest()
+    X = feature_matrix(feats, forest.feature_names)
+    proba = forest.predict_proba(X) if n else np.zeros((0, len(forest.classes)), dtype=np.float32)
+    classes = np.array(forest.classes)
+    score = proba * np.array([DECISION_WEIGHTS.get(c, 1.0) for c in forest.classes], dtype=np.float32)[None, :]
+    in_artifact = _span_mask(beats, artifact_spans)
+    no_signal = (feats["n_leads_used"] <= 0) | ~feats["has_template"]
+    p_wave = _p_wave_present(feats, no_signal)
+    if af_mask is not None:
+        in_af = np.asarray(af_mask, dtype=bool)
+        if in_af.shape != (n,):
+            raise ClassifyError(f"af_mask has {in_af.size} entries for {n} beats")
+        af_source = "given"
+    elif auto_af and n > 2:
+        from ecgtrace.tools.af import detect_af
+
+        # provisional classes only keep ventricular/unclassifiable beats out of the RR irregularity;
+        # provisional S would veto AF (circular: RR irregularity is what made them S)
+        provisional = np.where(in_artifact | no_signal, "Q", classes[score.argmax(axis=1)])
+        provisional = np.where(provisional == "S", "N", provisional)
+        in_af = np.asarray(detect_af(beats, fs_hz, beat_classes=provisional, p_wave_present=p_wave).beat_mask, dtype=bool)
+        af_source = "tools.af.detect_af"
+    else:
+        in_af = np.zeros(n, dtype=bool)
+        af_source = "none"
+    if "S" in forest.classes:
+        score[in_af, forest.classes.index("S")] = -1.0  # AF first: never S inside AF
+    labels = classes[score.argmax(axis=1)] if n else np.array([], dtype="<U1")
+    r = WIDE_V_RULE
+    wide_v = (
+        (feats["clu_width_ratio"] >= r["clu_width_ratio_min"])
+        & (feats["width_ratio"] >= r["width_ratio_min"])
+        & (feats["corr_qrs_mean"] < r["corr_qrs_mean_max"])
+        & (feats["noise_ratio"] < r["noise_ratio_max"])
+    )
+    labels = np.where(wide_v & ((labels == "N") | (labels == "S")), "V", labels)
+    labels = np.where(in_artifact | no_signal, "Q", labels).astype("<U1")
+    out = dict(feats)
+    out["template_corr_max"] = feats["corr_qrs_max"]
+    out["template_corr_mean"] = feats["corr_qrs_mean"]
+    out["p_wave_present"] = p_wave
+    out["in_af"] = in_af
+    out["in_artifact"] = in_artifact
+    for j, c in enumerate(forest.classes):
+        out[f"proba_{c}"] = np.clip(proba[:, j], 0.0, 1.0)
+    provenance = {
+        "source": "detected",
+        "method": METHOD,
+        "version": VERSION,
+        "params": {
+            **params,
+            "n_beats": int(n),
+            "n_templates": int(n_templates),
+            "af_mask": af_source,
+            "decision_weights": dict(DECISION_WEIGHTS),
+            "wide_v_rule": dict(WIDE_V_RULE),
+            "n_artifact_beats": int(np.count_nonzero(in_artifact)),
+            "model": {k: forest.meta.get(k) for k in ("trained_on", "n_trees", "max_depth", "version") if k in forest.meta},
+        },
+    }
+    return BeatClasses(classes=labels, features=out, provenance=provenance)
