@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ecgtrace.errors import RecordError
-from ecgtrace.jsonio import write_json_atomic
+from ecgtrace.jsonio import plain_json, write_json_atomic
 
 ANNOTATOR_VERSION = "1"
 #: Reference rhythm notes that are episodes of an event kind by themselves (not derivable from beats).
@@ -139,11 +139,11 @@ def _detected_bundle(record_ref: dict[str, Any], cache_dir: Path) -> dict[str, A
     fs = float(ann.fs_hz)
     samples = np.asarray(ann.beat_samples, dtype=np.int64)
     classes = np.asarray(ann.beat_classes).astype(str)
-    events = [_plain(dict(e)) for e in ann.events if e.get("kind") != "noise"]
+    events = [plain_json(dict(e)) for e in ann.events if e.get("kind") != "noise"]
     noise = [[int(e["onset_ms"]), int(e["offset_ms"])] for e in ann.events if e.get("kind") == "noise"]
     n_samples = int(ann.n_samples)
     seams = [int(round(k * CHUNK_S * 1000)) for k in range(1, int(n_samples / fs // CHUNK_S) + 1)]
-    return _bundle(record_ref, samples, classes, fs, n_samples, events, noise, "detected", _plain(dict(ann.provenance)), rhythm_intervals=[],
+    return _bundle(record_ref, samples, classes, fs, n_samples, events, noise, "detected", plain_json(dict(ann.provenance)), rhythm_intervals=[],
                    extra={"noise_source": "detected", "seams_ms": seams})
 
 
@@ -163,23 +163,12 @@ def _bundle(record_ref, samples, classes, fs, n_samples, events, noise, source, 
         "beat_samples": [int(s) for s in samples],
         "beat_ms": [int(t) for t in beat_ms],
         "beat_classes": "".join(classes.tolist()),
-        "events": _plain(events),
+        "events": plain_json(events),
         "noise_spans_ms": sorted([int(a), int(b)] for a, b in noise),
         "rhythm_intervals": rhythm_intervals,
         "hr": hr_summary(samples, classes, fs, int(round(n_samples * 1000.0 / fs)), sorted([int(a), int(b)] for a, b in noise)),
         **extra,
     }
-
-
-def _plain(value: Any) -> Any:
-    """numpy scalars -> Python numbers, recursively (state and JSON take plain values only)."""
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
 
 
 # --------------------------------------------------------------------------- events from a reference beat stream
@@ -208,7 +197,7 @@ def beat_stream_events(samples: np.ndarray, classes: np.ndarray, fs_hz: float, n
     spans = [(int(a * fs_hz / 1000.0), int(b * fs_hz / 1000.0)) for a, b in noise_ms]
     found = detect_events(samples, classes, fs_hz, artifact_spans=spans, n_samples=n_samples, beat_source="reference")
     keep = _BEAT_KINDS if has_rhythm_notes else _BEAT_KINDS | {"af", "sinus_tachycardia", "sinus_bradycardia"}
-    return [_plain(dict(e)) for e in found if e.get("kind") in keep]
+    return [plain_json(dict(e)) for e in found if e.get("kind") in keep]
 
 
 def rhythm_note_events(samples: np.ndarray, intervals: list[dict[str, Any]], fs_hz: float) -> list[dict[str, Any]]:

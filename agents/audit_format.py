@@ -8,7 +8,6 @@ object per line, to ``DIR/audit.jsonl``; the reasoning audit
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -16,6 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ecgtrace.errors import EcgTraceError
+from ecgtrace.jsonio import jsonl_records
 from ecgtrace.schema import Provenance, RecordRef, TimeWindow
 
 #: The three options of every decision question, in this order.
@@ -189,13 +189,7 @@ def load_audit(path: str | Path) -> AuditSet:
     data = target.read_bytes()
     items: list[AuditItem] = []
     seen: dict[str, int] = {}
-    for number, line in enumerate(data.decode("utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise AuditFormatError(f"{target}:{number}: not valid JSON ({exc.msg})") from None
+    for number, obj in jsonl_records(data, target, AuditFormatError):
         try:
             item = AuditItem.model_validate(obj)
         except ValidationError as exc:

@@ -27,6 +27,7 @@ import re
 from typing import Any
 
 from ecgtrace.agents.examinees import Examinee, Reply
+from ecgtrace.agents.parsing import json_values
 from ecgtrace.agents.qa_scoring import strip_thinking
 from ecgtrace.rubrics.judge_schema import JudgeRubric
 
@@ -66,17 +67,7 @@ def judge_messages(rubric: JudgeRubric, item: dict[str, Any], answer_text: str, 
 
 
 def _json_object(text: str) -> dict[str, Any] | None:
-    decoder = json.JSONDecoder()
-    for start, char in enumerate(text):
-        if char != "{":
-            continue
-        try:
-            obj, _ = decoder.raw_decode(text[start:])
-        except ValueError:
-            continue
-        if isinstance(obj, dict) and "criteria" in obj:
-            return obj
-    return None
+    return next((obj for obj in json_values(text, opening="{") if isinstance(obj, dict) and "criteria" in obj), None)
 
 
 def _score(value: Any) -> float | None:

@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import re
 import string
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -135,18 +136,23 @@ def _ordered(picked: list[str | None], options: list[str]) -> list[str]:
     return [o for o in options if o in chosen]
 
 
-def _json_candidates(text: str) -> list[Any]:
-    found: list[Any] = []
+def json_values(text: str, *, opening: str = "{[") -> Iterator[Any]:
+    """Every JSON value embedded in free text, in the order of its opening bracket.
+
+    Model answers wrap JSON in prose or code fences; each ``{`` (or ``[``) is tried
+    as the start of a value, so a valid object after an invalid one is still found.
+    """
     decoder = json.JSONDecoder()
     for start, char in enumerate(text):
-        if char not in "{[":
-            continue
-        try:
-            obj, _ = decoder.raw_decode(text[start:])
-        except ValueError:
-            continue
-        found.append(obj)
-    return found
+        if char in opening:
+            try:
+                yield decoder.raw_decode(text, start)[0]
+            except ValueError:
+                continue
+
+
+def _json_candidates(text: str) -> list[Any]:
+    return list(json_values(text))
 
 
 def _from_json(text: str, options: list[str], multi: bool) -> str | list[str] | None:

@@ -37,7 +37,7 @@ from ecgtrace.agents.examinees import Examinee, Reply
 from ecgtrace.agents.examiner import format_prompt
 from ecgtrace.agents.qa_scoring import SCORING_VERSION, family, score_answer, tolerance_ms
 from ecgtrace.errors import EcgTraceError
-from ecgtrace.jsonio import safe_join
+from ecgtrace.jsonio import jsonl_records, safe_join
 
 #: Part of a run's identity: bump when prompts change.
 QA_PROMPT_VERSION = "1"
@@ -75,13 +75,7 @@ def load_qa(path: str | Path) -> QASet:
     data = target.read_bytes()
     items: list[dict[str, Any]] = []
     seen: dict[str, int] = {}
-    for number, line in enumerate(data.decode("utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise QAFormatError(f"{target}:{number}: not valid JSON ({exc.msg})") from None
+    for number, obj in jsonl_records(data, target, QAFormatError):
         where = f"{target}:{number}"
         if not isinstance(obj, dict):
             raise QAFormatError(f"{where}: expected a JSON object")

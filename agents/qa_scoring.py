@@ -51,13 +51,12 @@ ScoreMAE reference error distributions (``mu`` = the MAE that scores 50,
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from functools import lru_cache
 from typing import Any
 
-from ecgtrace.agents.parsing import is_correct, parse_answer
+from ecgtrace.agents.parsing import is_correct, json_values, parse_answer
 
 SCORING_VERSION = "1"
 DEFAULT_TOLERANCE_MS = 150
@@ -97,14 +96,7 @@ def _to_float(token: str) -> float:
 
 
 def _json_answer(text: str) -> Any:
-    decoder = json.JSONDecoder()
-    for start, char in enumerate(text):
-        if char != "{":
-            continue
-        try:
-            obj, _ = decoder.raw_decode(text[start:])
-        except ValueError:
-            continue
+    for obj in json_values(text, opening="{"):
         if isinstance(obj, dict):
             for key in ("answer", "count", "value", "time_ms", "times_ms", "timestamps_ms"):
                 if key in obj:

@@ -39,6 +39,7 @@ import re
 from typing import Any
 
 from ecgtrace.agents.holter_report import DIAGNOSIS_LABELS, REPORT_FIELDS
+from ecgtrace.agents.parsing import json_values
 from ecgtrace.agents.qa_scoring import parse_times_ms, strip_thinking
 
 NUM = r"(?<![\d.,])(?P<v>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|no|zero|one|two|three|four|five|six|seven|eight|nine|ten)(?!\.?\d)"
@@ -150,14 +151,7 @@ def _first(field: str, parts: list[str]) -> tuple[float, re.Match[str], str] | N
 
 
 def _json_stats(text: str) -> dict[str, Any]:
-    decoder = json.JSONDecoder()
-    for start, char in enumerate(text):
-        if char != "{":
-            continue
-        try:
-            obj, _ = decoder.raw_decode(text[start:])
-        except ValueError:
-            continue
+    for obj in json_values(text, opening="{"):
         if not isinstance(obj, dict):
             continue
         out: dict[str, Any] = {}

@@ -49,7 +49,7 @@ def main() -> int:
                "render_jobs": os.cpu_count() or 1}
     state = {"record_path": record, "out_dir": str((work / "dataset").resolve()), "options": options, "items": []}
     start = last = time.perf_counter()
-    cpu_start = cpu_last = cpu()
+    cpu_last = cpu()
     final: dict = {}
     n_write = 0
     for update in graph.stream(state, {"max_concurrency": 4}, stream_mode="updates"):

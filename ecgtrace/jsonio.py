@@ -9,9 +9,10 @@ inputs give byte-identical files.
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,24 @@ from ecgtrace.errors import EcgTraceError
 
 _UMASK = os.umask(0)
 os.umask(_UMASK)
+
+
+def plain_json(obj: Any) -> Any:
+    """A copy of ``obj`` that strict JSON and LangGraph state accept.
+
+    numpy scalars and arrays become Python numbers and lists (duck-typed, so this
+    module never imports numpy), tuples become lists, keys become strings, and
+    NaN or infinity become None.
+    """
+    if isinstance(obj, dict):
+        return {str(k): plain_json(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [plain_json(v) for v in obj]
+    if hasattr(obj, "tolist") and not isinstance(obj, (str, bytes)):
+        return plain_json(obj.tolist())  # numpy array or scalar (a scalar's tolist() is a Python number)
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
 
 
 def to_json_text(obj: Any, *, indent: int | None = None) -> str:
@@ -65,6 +84,21 @@ def append_jsonl(path: str | os.PathLike[str], row: Any) -> None:
         handle.write(line)
         handle.flush()
         os.fsync(handle.fileno())
+
+
+def jsonl_records(data: bytes, source: object, error: type[Exception] = EcgTraceError) -> Iterator[tuple[int, Any]]:
+    """``(line number, value)`` for each non-blank line of JSONL ``data``.
+
+    A line that is not JSON raises ``error("<source>:<line>: not valid JSON (...)")``,
+    so dataset loaders report the file and line of the problem.
+    """
+    for number, line in enumerate(data.decode("utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            yield number, json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise error(f"{source}:{number}: not valid JSON ({exc.msg})") from None
 
 
 def read_jsonl(path: str | os.PathLike[str], *, tolerate_torn_tail: bool = True) -> list[Any]:

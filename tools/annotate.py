@@ -31,6 +31,7 @@ import numpy as np
 
 from ecgtrace import __version__
 from ecgtrace.errors import EcgTraceError, RecordError
+from ecgtrace.jsonio import plain_json
 from ecgtrace.jsonio import write_json_atomic
 from ecgtrace.tools import _annotate_store as store
 from ecgtrace.tools.af import AF_VERSION, AfResult, af_params, detect_af
@@ -105,21 +106,6 @@ def _params(prefer_reference: bool, chunk_s: float, overlap_s: float) -> dict[st
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in d.items()}
 
     return {"prefer_reference": prefer_reference, "chunk_s": chunk_s, "overlap_s": overlap_s, "af": plain(af_params()), "rhythm": rhythm_params(), "hr": plain(hr_params())}
-
-
-def plain_json(obj: Any) -> Any:
-    """Copy of ``obj`` with numpy scalars made Python, tuples made lists, and NaN/inf made None (strict JSON)."""
-    if isinstance(obj, dict):
-        return {str(k): plain_json(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [plain_json(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return plain_json(obj.tolist())
-    if isinstance(obj, np.generic):
-        obj = obj.item()
-    if isinstance(obj, float) and not np.isfinite(obj):
-        return None
-    return obj
 
 
 def _module_version(module_name: str, attr_names: tuple[str, ...]) -> str:

@@ -24,7 +24,7 @@ def run(args: argparse.Namespace) -> int:
     from ecgtrace.errors import RecordError
     from ecgtrace.jsonio import to_json_text
     from ecgtrace.tools.annotations import read_reference_annotations
-    from ecgtrace.tools.records import open_record, resolve_record_path
+    from ecgtrace.tools.records import open_record
 
     summary: dict = {}
     base: Path
