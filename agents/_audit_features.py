@@ -18,7 +18,7 @@ import numpy as np
 
 from ecgtrace.tools.records import SignalWindow
 
-FEATURES_VERSION = "2"
+FEATURES_VERSION = "3"
 PREMATURE_RATIO = 0.85  # RR < 85 % of the reference RR ...
 REFERENCE_RRS = 5  # ... the median of the (up to) 5 preceding RR intervals
 P_PR_TOLERANCE_MS = 50.0
@@ -131,7 +131,7 @@ def window_features(window: SignalWindow, table: BeatTable) -> WindowFeatures:
 
     m = measure_window(window, samples)
     leads = list(m.per_lead)
-    for name in ("p_wave_present_pct", "premature_qrs_ms"):  # filled below where measurable
+    for name in ("p_wave_present_pct", "premature_qrs_ms", "p_amp_mv", "premature_qrs_net_mv"):  # filled below where measurable
         per_lead[name] = {lead: None for lead in leads}
     got = {int(b): k for k, b in enumerate(m.beat_samples)}
     order = np.array([got.get(int(b), -1) for b in samples])
@@ -210,6 +210,13 @@ def window_features(window: SignalWindow, table: BeatTable) -> WindowFeatures:
         qrs_depth[lead] = neg
         qrs_size[lead] = (pos + neg) if pos is not None and neg is not None else 0.0
         per_lead["st_j60_mv"][lead] = _median(beat_values(lead, "st_j60_mv")[dominant])
+        p_ok = dominant & p_by_lead[j]  # signed P amplitude where this lead shows a P wave (its own delineation)
+        per_lead["p_amp_mv"][lead] = _median(beat_values(lead, "p_amp_mv")[p_ok]) if p_ok.sum() >= 2 else None
+        if width_idx:  # polarity of the premature beats premature_qrs_ms is read on
+            wide_mask = np.zeros(samples.size, dtype=bool)
+            wide_mask[width_idx] = True
+            p_pos, p_neg, _ = _qrs_levels(window, m, j, lead, order, wide_mask)
+            per_lead["premature_qrs_net_mv"][lead] = (p_pos - p_neg) if p_pos is not None and p_neg is not None else None
     for name in ("pr_ms", "qtc_ms"):
         feats[name] = _median(per_lead[name].values())
     # a lead whose QRS is tiny (V1 in some Holter records) gives noise for a width: leave it out
@@ -327,4 +334,5 @@ _CLASS_FEATURES = (
     "v_beat_count", "s_beat_count", "longest_v_run", "v_run_rate_bpm", "longest_s_run", "s_run_rate_bpm",
     "v_bigeminy_cycles", "v_trigeminy_cycles",
 )
-_LEAD_NAMES = ("p_wave_present_pct", "premature_qrs_ms", "pr_ms", "qrs_ms", "qtc_ms", "r_amp_mv", "s_amp_mv", "qrs_net_mv", "st_j60_mv", "st_j_mv")
+_LEAD_NAMES = ("p_wave_present_pct", "premature_qrs_ms", "pr_ms", "qrs_ms", "qtc_ms", "r_amp_mv", "s_amp_mv", "qrs_net_mv", "st_j60_mv", "st_j_mv",
+               "p_amp_mv", "premature_qrs_net_mv")

@@ -4,8 +4,10 @@ One loop per visited criterion: criterion selection (5 options: a wording of
 the criterion and 4 of its distractors), finding (Yes/No), grounding when the
 finding is present (lead set / wave time span / measurement bin) and the decision (Yes /
 No / further findings required). Options never repeat; every answer is one of
-its options; a lead answer is a non-empty set and only leads where the
-feature was measured are offered. Randomness comes only from the
+its options. Lead questions are prepared here as entries and written over a
+whole set by :mod:`ecgtrace.agents._audit_leads` (a non-empty, preferably
+proper subset of the leads where the feature was measured, thresholds asked
+only with a margin). Randomness comes only from the
 ``rng`` passed in, so a seed gives the same item. The criterion and finding
 questions drawn here are provisional: :func:`ecgtrace.agents._audit_surface.balance_surface`
 re-draws them over a whole set so that their text gives nothing away.
@@ -18,9 +20,10 @@ from typing import Any
 
 import numpy as np
 
+from ecgtrace.agents._audit_leads import lead_entry
 from ecgtrace.agents._audit_surface import _pick, criterion_question, finding_question
 from ecgtrace.agents.audit_format import DECISION_OPTIONS
-from ecgtrace.agents.diagnosis_engine import MissingFeature, Path, feature_in_unit, grounding_leads, lead_values
+from ecgtrace.agents.diagnosis_engine import MissingFeature, Path, feature_in_unit
 from ecgtrace.rubrics.diagnosis_schema import DIAGNOSE, RULE_OUT, DiagnosisGraph, GroundingRule, unit_factor
 
 FURTHER = DECISION_OPTIONS[2]
@@ -184,48 +187,39 @@ def measurement_question(rule: GroundingRule, features: dict[str, Any], rng: np.
     return {"kind": "measurement", "question": _pick(rng, rule.questions), "options": options, "answer": options[ks.index(k0)], "multi": False}
 
 
-def lead_question(rule: GroundingRule, features: dict[str, Any], record_leads: list[str], rng: np.random.Generator) -> dict[str, Any]:
-    try:
-        hits = grounding_leads(rule, features)
-    except MissingFeature as exc:
-        raise GroundingSkipped(f"feature_unavailable:{exc.feature}") from None
-    norm = {lead.strip().upper(): lead for lead in record_leads}
-    measured = {lead.strip().upper() for lead in lead_values(features, rule.feature or "")}
-    if rule.leads:
-        options = [norm[x.strip().upper()] for x in rule.leads if x.strip().upper() in norm]
-    else:
-        options = list(record_leads)
-    options = [o for o in options if o.strip().upper() in measured]  # an unmeasured lead has no ground truth: not offered
-    answer = [norm[h.strip().upper()] for h in hits if h.strip().upper() in norm and norm[h.strip().upper()] in options]
-    if not answer:
-        raise GroundingSkipped("empty_lead_set")
-    if len(options) < 2:
-        raise GroundingSkipped("too_few_leads")
-    return {"kind": "lead", "question": _pick(rng, rule.questions), "options": options, "answer": [o for o in options if o in answer], "multi": True}
-
-
 # ---------------------------------------------------------------- loops
 
 
 def build_loops(graph: DiagnosisGraph, path: Path, features: dict[str, Any], beats: list[dict[str, Any]], record_leads: list[str],
-                t0_s: float, t1_s: float, rng: np.random.Generator) -> tuple[list[dict[str, Any]], list[str]]:
-    """The loops of one item, and the reasons of grounding questions that were left out."""
+                t0_s: float, t1_s: float, rng: np.random.Generator) -> tuple[list[dict[str, Any]], list[str], list[dict[str, Any]]]:
+    """The loops of one item, the reasons of grounding questions that were left out, and the lead-question entries.
+
+    Lead questions are not placed in the loops here: each becomes an entry
+    (:func:`ecgtrace.agents._audit_leads.lead_entry`, with its ``loop`` and
+    ``rule`` index) that :func:`ecgtrace.agents._audit_leads.balance_leads`
+    turns into a question over a whole set of items.
+    """
     loops: list[dict[str, Any]] = []
     skipped: list[str] = []
-    for step in path.steps:
+    entries: list[dict[str, Any]] = []
+    for j, step in enumerate(path.steps):
         crit = graph.criteria[step.criterion]
         criterion, _, _ = criterion_question(graph, crit, None, rng)
         finding = finding_question(crit, step.present, bool(rng.integers(2)), rng)
         grounding: list[dict[str, Any]] = []
         if step.present:
-            for rule in crit.grounding:
+            for r, rule in enumerate(crit.grounding):
+                if rule.kind == "lead":
+                    try:
+                        entries.append({"loop": j, "rule": r, "criterion": step.criterion, **lead_entry(rule, features, record_leads, rng)})
+                    except ValueError as exc:
+                        skipped.append(f"{step.criterion}.lead:{exc.args[0]}")
+                    continue
                 try:
                     if rule.kind == "wave":
                         grounding.append(wave_question(rule, beats, t0_s, t1_s, rng))
-                    elif rule.kind == "measurement":
-                        grounding.append(measurement_question(rule, features, rng, finding_bound(crit.finding, rule)))
                     else:
-                        grounding.append(lead_question(rule, features, record_leads, rng))
+                        grounding.append(measurement_question(rule, features, rng, finding_bound(crit.finding, rule)))
                 except GroundingSkipped as exc:
                     skipped.append(f"{step.criterion}.{rule.kind}:{exc.args[0]}")
         loops.append({
@@ -235,4 +229,4 @@ def build_loops(graph: DiagnosisGraph, path: Path, features: dict[str, Any], bea
             "decision": {"question": _pick(rng, graph.decision_questions).replace("{name}", graph.name), "options": list(DECISION_OPTIONS),
                          "answer": decision_answer(step.next)},
         })
-    return loops, skipped
+    return loops, skipped, entries

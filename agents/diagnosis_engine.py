@@ -180,9 +180,12 @@ def evaluate(graph: DiagnosisGraph, features: dict[str, Any]) -> Path:
     return Path(diagnosis=graph.id, steps=tuple(steps), decision=node == DIAGNOSE)
 
 
-def grounding_leads(rule: GroundingRule, features: dict[str, Any]) -> list[str]:
-    """Leads where a lead-grounding rule's predicate holds (record lead names, input order)."""
-    node = {"feature": rule.feature, "op": rule.op, "value": rule.value, "unit": rule.unit, "leads": rule.leads or "all"}
+def grounding_leads(rule: GroundingRule, features: dict[str, Any], value: float | None = None) -> list[str]:
+    """Leads where a lead-grounding rule's predicate holds (record lead names, input order).
+
+    ``value`` (in the rule's unit) replaces the rule's threshold (one of its ``values``).
+    """
+    node = {"feature": rule.feature, "op": rule.op, "value": rule.value if value is None else value, "unit": rule.unit, "leads": rule.leads or "all"}
     threshold = _threshold(node)
     chosen = _selected_leads(features, node)
     return [lead for lead, v in chosen.items() if _compare(v, rule.op or ">", threshold)]

@@ -56,6 +56,8 @@ FEATURES: dict[str, FeatureSpec] = {
     "r_amp_mv": FeatureSpec("mV", "lead", "R-wave amplitude"),
     "s_amp_mv": FeatureSpec("mV", "lead", "S-wave depth (positive number)"),
     "qrs_net_mv": FeatureSpec("mV", "lead", "R amplitude minus S depth (QRS polarity)"),
+    "p_amp_mv": FeatureSpec("mV", "lead", "signed P-wave peak amplitude (median over dominant beats with a P wave in that lead; negative: inverted P)"),
+    "premature_qrs_net_mv": FeatureSpec("mV", "lead", "net QRS (largest positive minus largest negative deflection) of the premature beats premature_qrs_ms is read on"),
     "st_j60_mv": FeatureSpec("mV", "lead", "ST level 60 ms after the J point, relative to the PR baseline"),
     "st_j_mv": FeatureSpec("mV", "lead", "level at the J point (QRS offset), relative to the 20 ms before QRS onset"),
     "qrs_axis_deg": FeatureSpec("deg", "window", "frontal QRS axis from net QRS in I and aVF"),

@@ -57,6 +57,11 @@ class GroundingRule(_Strict):
     holds (multi-select). ``wave``: the answer is the time span of ``target``
     (one of :data:`WAVE_TARGETS`) among decoy spans. ``measurement``: the answer
     is the bin of width ``bin_width`` (in ``unit``) holding the measured ``feature``.
+
+    Lead rules only: a threshold with a lead within ``margin`` (``unit``) of it
+    is not asked; ``values`` are other thresholds to ask with (``{value}`` in
+    the texts); ``complement_questions`` ask for the leads where the predicate
+    does not hold (see :mod:`ecgtrace.agents._audit_leads`).
     """
 
     kind: Literal["lead", "wave", "measurement"]
@@ -69,6 +74,9 @@ class GroundingRule(_Strict):
     target: str | None = None
     bin_width: float | None = Field(default=None, gt=0)
     n_options: int = Field(default=5, ge=2, le=8)
+    margin: float | None = Field(default=None, ge=0)
+    values: list[float] = Field(default_factory=list)
+    complement_questions: list[str] = Field(default_factory=list)
 
 
 class Criterion(_Strict):
@@ -270,7 +278,13 @@ def _check_grounding(rule: GroundingRule, loc: tuple[Any, ...], problems: list[P
             problems.append((loc + ("feature",), f"lead grounding needs a per-lead feature; {rule.feature} has one value per window"))
         predicate = {"feature": rule.feature, "op": rule.op, "value": rule.value, "unit": rule.unit, "leads": "all"}
         _check_predicate(predicate, loc, problems)
-    else:
+        if rule.values and not all("{value}" in q for q in rule.questions + rule.complement_questions):
+            problems.append((loc + ("values",), "several thresholds (values) need '{value}' in every question text"))
+        if rule.op not in (None, ">", ">=", "<", "<=") and rule.complement_questions:
+            problems.append((loc + ("complement_questions",), f"complement questions need an order comparison, found op {rule.op!r}"))
+    elif rule.margin is not None or rule.values or rule.complement_questions:
+        problems.append((loc + ("kind",), "margin, values and complement_questions apply to lead grounding only"))
+    if rule.kind == "measurement":
         if rule.bin_width is None:
             problems.append((loc + ("bin_width",), "measurement grounding needs bin_width"))
         if rule.unit in (None, ""):

@@ -267,11 +267,25 @@ def test_finding_answers_are_balanced_and_keep_the_ground_truth(synth_build) -> 
         assert abs(plain - negated) <= 1, (key, plain, negated)
 
 
-def test_lead_questions_are_asked_where_the_finding_is_lead_specific(synth_build) -> None:
+def _lead_reading(rule, question: str) -> tuple[float, bool] | None:
+    """(threshold, complement) that the question text asks, read from the rule's wordings; None when no wording fits."""
+    def fmt(x: float) -> str:
+        return f"{round(x, 6):.6f}".rstrip("0").rstrip(".")
+
+    for value in [rule.value, *rule.values]:
+        for complement, pool in ((False, rule.questions), (True, rule.complement_questions)):
+            if question in [q.replace("{value}", fmt(value)) for q in pool]:
+                return float(value), complement
+    return None
+
+
+def test_lead_answers_are_recomputed_from_the_per_lead_values(synth_build) -> None:
+    """Each lead answer follows from the per-lead measurements (with the rule's margin), and no lead is invented."""
     from ecgtrace.agents.diagnosis_engine import lead_values
+    from ecgtrace.rubrics.diagnosis_schema import unit_factor
 
     ops = {">": lambda a, b: a > b, ">=": lambda a, b: a >= b, "<": lambda a, b: a < b, "<=": lambda a, b: a <= b}
-    asked = 0
+    asked = proper = 0
     for item, _, crit, step, loop in _loops(synth_build.items):
         rules = [r for r in crit.grounding if r.kind == "lead"]
         leads = [g for g in loop["grounding"] if g["kind"] == "lead"]
@@ -280,13 +294,54 @@ def test_lead_questions_are_asked_where_the_finding_is_lead_specific(synth_build
             continue
         skipped = [s for s in item["provenance"]["params"]["grounding_skipped"] if s.startswith(f"{step['criterion']}.lead:")]
         assert len(leads) + len(skipped) == len(rules), item["id"]
-        for rule, g in zip(rules, leads):
-            measured = lead_values(item["provenance"]["params"]["features"], rule.feature)
-            assert g["multi"] is True and set(g["options"]) == set(measured) and len(g["options"]) >= 2
-            truth = [lead for lead, v in measured.items() if ops[rule.op](v, rule.value)]  # thresholds in canonical units here
-            assert g["answer"] and sorted(g["answer"]) == sorted(truth), (item["id"], g, measured)
+        for g in leads:
+            found = [(rule, _lead_reading(rule, g["question"])) for rule in rules if _lead_reading(rule, g["question"])]
+            assert len(found) == 1, g["question"]
+            rule, (value, complement) = found[0]
+            measured = lead_values(item["provenance"]["params"]["features"], rule.feature)  # canonical units
+            wanted = {x.upper() for x in rule.leads} if rule.leads else {x.upper() for x in item["record"]["leads"]}
+            assert g["multi"] is True and len(g["options"]) >= 2 and set(g["options"]) <= set(item["record"]["leads"])
+            assert set(g["options"]) == {lead for lead in measured if lead.upper() in wanted}
+            factor = unit_factor(rule.feature, rule.unit)
+            threshold, margin = value * factor, (rule.margin or 0.0) * factor
+            assert all(abs(measured[lead] - threshold) >= margin for lead in g["options"]), (g, measured)  # nothing too close to call
+            truth = {lead for lead in g["options"] if ops[rule.op](measured[lead], threshold) != complement}
+            assert g["answer"] and set(g["answer"]) == truth and len(g["answer"]) == len(truth), (item["id"], g, measured)
             asked += 1
-    assert asked >= 10
+            proper += len(truth) < len(g["options"])
+    assert asked >= 10 and proper >= 0.6 * asked, (asked, proper)
+
+
+def test_all_lead_answers_are_no_more_frequent_than_a_uniform_subset_draw(synth_build) -> None:
+    from scipy.stats import binom
+
+    questions = [g for item in synth_build.items for loop in item["loops"] for g in loop["grounding"] if g["kind"] == "lead"]
+    n = len(questions)
+    full = sum(1 for g in questions if set(g["answer"]) == set(g["options"]))
+    rate = sum(1.0 / (2 ** len(g["options"]) - 1) for g in questions) / n
+    assert binom.sf(full - 1, n, rate) > 0.05, (full, n, rate)  # not significantly above the uniform-subset rate
+    assert full >= 1  # ... and not simply never the full set (that, too, would be a cue)
+    first = sum(1 for g in questions if g["answer"] == [g["options"][0]])  # "select the first option"
+    assert binom.sf(first - 1, n, rate) > 0.05, (first, n)
+    firsts = {g["options"][0] for g in questions}
+    assert len(firsts) >= 2  # options are not always in the same order
+
+
+def test_lead_balance_is_redone_over_a_merged_set(synth_build) -> None:
+    """The dataset-level pass rebuilds lead questions from the kept entries: same truths, same rules."""
+    import copy
+
+    from ecgtrace.agents._audit_leads import balance_leads
+    from ecgtrace.rubrics.diagnosis_schema import load_diagnoses
+
+    items = copy.deepcopy(synth_build.items)
+    balance_leads(items, load_diagnoses(), np.random.default_rng(11))
+    for before, after in zip(synth_build.items, items):
+        entries = after["provenance"]["params"]["lead_grounding"]
+        kept = sum(1 for e in entries if not e["dropped"])
+        assert kept == sum(1 for loop in after["loops"] for g in loop["grounding"] if g["kind"] == "lead")
+        assert [g["kind"] for loop in before["loops"] for g in loop["grounding"] if g["kind"] != "lead"] == \
+               [g["kind"] for loop in after["loops"] for g in loop["grounding"] if g["kind"] != "lead"]
 
 
 def test_the_shortcut_probe_finds_nothing_in_criterion_and_finding_questions(synth_build, tmp_path: Path) -> None:
@@ -300,7 +355,9 @@ def test_the_shortcut_probe_finds_nothing_in_criterion_and_finding_questions(syn
         g = groups[("task", stage)]
         assert not g["flags"], (stage, g)
         assert g["prior"]["accuracy"] <= g["prior"]["chance"] + 0.1, (stage, g["prior"])
-    assert groups[("task", "audit:grounding:lead")]["n"] >= 10
+    lead = groups[("task", "audit:grounding:lead")]
+    assert lead["n"] >= 10 and not lead["flags"], lead
+    assert not [g for g in result["groups"] if "select_all" in g["flags"]], result["flagged"]
 
 
 def test_measurement_bins_are_not_ruled_out_by_the_finding_just_answered(synth_build) -> None:
@@ -325,3 +382,21 @@ def test_measurement_bins_are_not_ruled_out_by_the_finding_just_answered(synth_b
                 assert (hi > threshold) if op in (">", ">=") else (lo < threshold if op == "<" else lo <= threshold), (g, bound)
             checked += 1
     assert checked >= 5 and len(positions) >= 3  # and the answer is not always in the same place
+
+
+def test_lead_entry_asks_only_thresholds_clear_of_every_lead() -> None:
+    """Hand-made per-lead values: thresholds within the margin of a lead are not asked; complements are exact."""
+    from ecgtrace.agents._audit_leads import lead_entry
+    from ecgtrace.rubrics.diagnosis_schema import GroundingRule
+
+    rule = GroundingRule(kind="lead", feature="p_amp_mv", op=">=", value=0.12, values=[0.085, 0.2], margin=0.01, unit="mV",
+                         questions=["At least {value} mV?"], complement_questions=["Below {value} mV?"])
+    feats = {"per_lead": {"p_amp_mv": {"MLII": 0.15, "V1": 0.07, "V5": 0.115, "V2": None}}}
+    entry = lead_entry(rule, feats, ["MLII", "V1", "V5", "V2"], np.random.default_rng(0))
+    assert sorted(entry["options"]) == ["MLII", "V1", "V5"]  # V2 unmeasured: not offered
+    got = {(c["value"], c["complement"]): sorted(c["answer"]) for c in entry["candidates"]}
+    # 0.12 is within 0.01 of V5 (0.115): not asked; 0.2: nobody reaches it, only the complement (every lead) is a candidate
+    assert got == {(0.085, False): ["MLII", "V5"], (0.085, True): ["V1"], (0.2, True): ["MLII", "V1", "V5"]}
+    near = GroundingRule(kind="lead", feature="p_amp_mv", op=">=", value=0.12, margin=0.01, unit="mV", questions=["At least 0.12 mV?"])
+    with pytest.raises(ValueError, match="near_threshold:V5"):
+        lead_entry(near, feats, ["MLII", "V1", "V5"], np.random.default_rng(0))

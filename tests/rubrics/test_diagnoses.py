@@ -169,3 +169,28 @@ def test_per_lead_quantifiers_and_lead_grounding() -> None:
     assert evaluate_predicate(every, feats) is True
     rule = GroundingRule(kind="lead", questions=["Where?"], feature="st_j60_mv", op=">", value=0.1, unit="mV")
     assert grounding_leads(rule, feats) == ["I", "V2"]
+
+
+def test_lead_rule_thresholds_need_a_placeholder(tmp_path: Path) -> None:
+    text = (builtin_dir("diagnoses") / "pac.yaml").read_text(encoding="utf-8")
+    assert "{value} mV tall?" in text
+    target = tmp_path / "pac.yaml"
+    target.write_text(text.replace("at least {value} mV tall?", "at least 0.12 mV tall?"), encoding="utf-8")
+    problems = validate_diagnosis_file(target)
+    assert problems and "need '{value}' in every question text" in problems[0], problems
+
+
+def test_every_wording_is_recognised_when_answered_verbatim(graphs) -> None:
+    """The oracle answers with the option text: no wording may lose characters in the answer parser (e.g. 'mV*s')."""
+    from ecgtrace.agents.parsing import parse_answer
+    from ecgtrace.rubrics.diagnosis_schema import distractor_wordings
+
+    for graph in graphs.values():
+        for cid, crit in graph.criteria.items():
+            answers = [crit.text, *crit.variants]
+            wordings = [w for e in crit.distractors for w in distractor_wordings(e)]
+            for answer in answers:
+                options = [answer, *[w for w in wordings if w != answer][:4]]
+                for option in options:
+                    parsed = parse_answer(option, options, False)
+                    assert parsed.ok and parsed.value == option, (graph.id, cid, option, parsed.reason)
