@@ -226,13 +226,14 @@ def _parse(text: Any, options: list[str], multi: bool) -> ParseResult:
             value = _resolve_value(_clean_marker(match.group(1)), options, multi) if match else None
         if value is not None:
             return ParseResult(value, True, "", "bold")
-    value = _resolve_value(body.replace("*", ""), options, multi)
+    # an option may itself hold an asterisk ("mV*s"): try the text as written before unbolding it
+    value = _resolve_value(body, options, multi) or _resolve_value(body.replace("*", ""), options, multi)
     if value is not None:
         return ParseResult(value, True, "", "whole")
     conflict = _contradiction(body, options)
     if conflict:
         return ParseResult(None, False, conflict, "none")
-    value = _mentioned(body.replace("*", ""), options, multi)
+    value = _mentioned(body, options, multi) or _mentioned(body.replace("*", ""), options, multi)
     if value is not None:
         return ParseResult(value, True, "", "mention")
     preview = body if len(body) <= 80 else body[:77] + "..."

@@ -95,3 +95,12 @@ def test_exact_set_scoring():
     assert not is_correct(["I"], ["V1", "I"], multi=True)
     assert not is_correct(["I", "V1", "V2"], ["V1", "I"], multi=True)
     assert is_correct("No", "No") and not is_correct(None, "No")
+
+
+def test_option_text_with_an_asterisk_is_kept():
+    from ecgtrace.agents.parsing import parse_answer
+
+    options = ["Cornell product > 0.244 mV*s", "Sokolow-Lyon > 3.5 mV", "QRS > 120 ms", "PR > 200 ms", "RR irregular"]
+    for raw in ("Cornell product > 0.244 mV*s", "A. Cornell product > 0.244 mV*s", "**Cornell product > 0.244 mV*s**"):
+        result = parse_answer(raw, options)
+        assert result.ok and result.value == options[0], (raw, result)
