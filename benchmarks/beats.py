@@ -16,6 +16,15 @@ cleans and detects an in-memory first lead); ``stream`` is the production path,
 The neurokit2 baseline is ``nk.ecg_clean`` + ``nk.ecg_findpeaks`` on the first
 lead with ``sampling_rate`` passed; its import time is not counted.
 
+MIT-BIH rows are printed twice in one run: with the defaults ("after") and with
+the low-frequency excursion index off (``NO_EXCURSION``, the version-1 rule,
+"before"); ``--no-before`` skips the second. The synthetic-noise section builds
+the 24 h synthetic Holter (seeds ``--noise-seeds``, default 1 and 0) and prints,
+per scheduled electrode-motion burst, the share covered by artifact spans
+(covered: >= ``--min-cover``), reference/detected/false beats inside it; then
+bursts covered, false beats in bursts, missed beats outside bursts and any
+artifact span on another scheduled event (pause, VT, AF, tachycardia ...).
+
 Reusable pieces: :func:`evaluate_detection` (one record -> plain dict),
 :func:`gross` and :func:`print_detection_table`. Further sections (beat
 classification from tools/classify.py) go in :data:`EXTRA_SECTIONS`.
@@ -37,7 +46,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ecgtrace.tools.annotations import read_reference_annotations
-from ecgtrace.tools.beats import detect_beats, detect_beats_array
+from ecgtrace.tools.beats import DetectorParams, detect_beats, detect_beats_array
 from ecgtrace.tools.records import open_record, read_samples
 
 MITDB_RECORDS = (
@@ -70,7 +79,11 @@ def _neurokit_first_lead(trace_mv: np.ndarray, fs_hz: float) -> np.ndarray:
     return np.asarray(nk.ecg_findpeaks(cleaned, sampling_rate=fs_hz)["ECG_R_Peaks"], dtype=np.int64)
 
 
-def evaluate_detection(record_name: str, data_dir: str | Path, *, baseline: bool = True, workers: int = 2, record_path: str | Path | None = None) -> dict[str, Any]:
+#: DetectorParams with the low-frequency excursion index switched off (the version-1 artifact rule), for before/after rows.
+NO_EXCURSION = DetectorParams(lf_quiet_bad=0.0)
+
+
+def evaluate_detection(record_name: str, data_dir: str | Path, *, baseline: bool = True, workers: int = 2, record_path: str | Path | None = None, params: DetectorParams | None = None) -> dict[str, Any]:
     """Detect beats in one record and score them against its ``.atr`` beats.
 
     Args:
@@ -79,6 +92,7 @@ def evaluate_detection(record_name: str, data_dir: str | Path, *, baseline: bool
         baseline: Also run the neurokit2 baseline on the first lead.
         workers: Worker processes for the streamed detection.
         record_path: Use this record base path instead (e.g. a synthetic record).
+        params: Detector settings (default :class:`DetectorParams`).
 
     Returns:
         Plain dict: counts (``tp fp fn``), rates (``se ppv f1``), ``median_err_ms``,
@@ -92,10 +106,10 @@ def evaluate_detection(record_name: str, data_dir: str | Path, *, baseline: bool
     ref = read_reference_annotations(info.path)
     signal = read_samples(info, 0, info.n_samples).signal_mv
     t0 = time.perf_counter()
-    table_array = detect_beats_array(signal, info.fs_hz, lead_names=info.leads)
+    table_array = detect_beats_array(signal, info.fs_hz, lead_names=info.leads, params=params)
     algo_s = time.perf_counter() - t0
     t0 = time.perf_counter()
-    table = detect_beats(info, workers=workers)
+    table = detect_beats(info, workers=workers, params=params)
     stream_s = time.perf_counter() - t0
     m = match_beats(ref.beat_samples, table.samples, info.fs_hz)
     row: dict[str, Any] = {
@@ -210,11 +224,71 @@ def mitdb_section(args: argparse.Namespace, console: Console) -> None:
         return
     if not args.no_baseline:
         import neurokit2  # noqa: F401  (import cost kept out of the timings)
-    rows = []
-    for name in records:
-        rows.append(evaluate_detection(name, args.data, baseline=not args.no_baseline))
-        console.print(f"  {name}: F1 {_pct(rows[-1]['f1'])}%", highlight=False)
-    print_detection_table(rows, console, f"MIT-BIH beat detection ({len(rows)} records, +-150 ms)")
+    variants = [("", None)] + ([] if args.no_before else [(" - before (excursion index off)", NO_EXCURSION)])
+    for label, params in variants:
+        rows = []
+        for name in records:
+            rows.append(evaluate_detection(name, args.data, baseline=not args.no_baseline, params=params))
+            console.print(f"  {name}: F1 {_pct(rows[-1]['f1'])}%  artifact {rows[-1]['artifact_s']:.0f} s", highlight=False)
+        print_detection_table(rows, console, f"MIT-BIH beat detection ({len(rows)} records, +-150 ms){label}")
+
+
+def _burst_rows(table: Any, schedule: dict[str, Any], ref_samples: np.ndarray, min_cover: float) -> dict[str, Any]:
+    """Per scheduled noise burst: covered share, false beats inside; spans on other events; missed beats outside bursts."""
+    fs = table.fs_hz
+    spans = np.asarray(table.artifact_spans, dtype=np.float64).reshape(-1, 2) * 1000.0 / fs
+    det_ms = table.samples * 1000.0 / fs
+    ref_ms = np.asarray(ref_samples) * 1000.0 / fs
+    bursts, on_events = [], []
+    outside = np.ones(ref_ms.size, bool)
+    for e in schedule["events"]:
+        on, off = float(e["onset_ms"]), float(e["offset_ms"])
+        overlap = float(np.sum(np.clip(np.minimum(spans[:, 1], off) - np.maximum(spans[:, 0], on), 0, None)))
+        if e["kind"] == "noise":
+            inside = (ref_ms >= on - TOLERANCE_MS) & (ref_ms < off + TOLERANCE_MS)
+            outside &= ~inside
+            det_in = int(np.count_nonzero((det_ms >= on) & (det_ms < off)))
+            n_ref = int(np.count_nonzero((ref_ms >= on) & (ref_ms < off)))
+            # false beats: detections inside the burst farther than 150 ms from every reference beat
+            near = np.abs(det_ms[(det_ms >= on) & (det_ms < off)][:, None] - ref_ms[None, :]).min(axis=1) > TOLERANCE_MS if det_in and ref_ms.size else np.ones(det_in, bool)
+            bursts.append({"onset_s": on / 1000.0, "span_s": (off - on) / 1000.0, "cover": overlap / max(off - on, 1.0), "false": int(np.count_nonzero(near)), "n_ref": n_ref, "n_det": det_in})
+        elif overlap > 0:
+            on_events.append(f"{e['kind']}@{on / 1000.0:.0f}s ({overlap / 1000.0:.1f} s)")
+    out_ref = ref_samples[outside]
+    m = match_beats(out_ref, table.samples, fs) if out_ref.size else {"fn": 0}
+    return {"bursts": bursts, "covered": sum(b["cover"] >= min_cover for b in bursts), "on_events": on_events, "missed_outside": int(m["fn"]), "ref_outside": int(out_ref.size)}
+
+
+def synthetic_noise_section(args: argparse.Namespace, console: Console) -> None:
+    """Electrode-motion bursts of the 24 h synthetic Holter: covered by an artifact span? false beats? spans on events?"""
+    try:
+        from ecgtrace.tools.synth import synthesize_holter
+    except ImportError:
+        console.print("[yellow]synthetic noise: ecgtrace.tools.synth not available yet; skipped[/yellow]")
+        return
+    seeds = [int(s) for s in args.noise_seeds.split(",") if s.strip()]
+    variants = [("after", None)] + ([] if args.no_before else [("before (excursion index off)", NO_EXCURSION)])
+    for seed in seeds:
+        with tempfile.TemporaryDirectory(prefix="ecgtrace-beats-noise-") as tmp:
+            result = synthesize_holter(tmp, name="holter", hours=args.noise_hours, fs_hz=250.0, n_leads=3, seed=seed)
+            info = open_record(result.record_path)
+            ref = read_reference_annotations(info.path).beat_samples
+            for label, params in variants:
+                table = detect_beats(info, workers=2, params=params)
+                r = _burst_rows(table, result.schedule, ref, args.min_cover)
+                t = Table(title=f"Synthetic noise bursts ({args.noise_hours:g} h, seed {seed}, {label}): covered = artifact spans over >= {100 * args.min_cover:.0f}% of the burst")
+                for col in ("onset s", "span s", "covered %", "ref beats", "det beats", "false beats"):
+                    t.add_column(col, justify="right")
+                for b in r["bursts"]:
+                    t.add_row(f"{b['onset_s']:.1f}", f"{b['span_s']:.1f}", f"{100 * b['cover']:.0f}", str(b["n_ref"]), str(b["n_det"]), str(b["false"]))
+                console.print(t)
+                art_s = sum(b - a for a, b in table.artifact_spans) / info.fs_hz
+                console.print(
+                    f"seed {seed} {label}: bursts covered {r['covered']}/{len(r['bursts'])}, false beats in bursts {sum(b['false'] for b in r['bursts'])}, "
+                    f"missed beats outside bursts {r['missed_outside']}/{r['ref_outside']}, artifact {art_s:.0f} s, "
+                    f"spans on scheduled events: {', '.join(r['on_events']) or 'none'}",
+                    highlight=False,
+                )
 
 
 #: Sections run in order; the classification benchmark (tools/classify.py) appends its own here.
@@ -228,11 +302,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-baseline", action="store_true", help="skip the neurokit2 baseline")
     parser.add_argument("--no-synth", action="store_true", help="skip the synthetic Holter")
     parser.add_argument("--synth-hours", type=float, default=0.5, help="length of the synthetic record (hours)")
+    parser.add_argument("--noise-seeds", default="1,0", help="seeds of the synthetic noise-burst section (empty: skip)")
+    parser.add_argument("--noise-hours", type=float, default=24.0, help="length of the noise-burst records (hours)")
+    parser.add_argument("--min-cover", type=float, default=0.8, help="share of a burst an artifact span must cover")
+    parser.add_argument("--no-before", action="store_true", help="skip the before rows (excursion index off)")
     args = parser.parse_args(argv)
     console = Console(width=None if sys.stdout.isatty() else 160)
     mitdb_section(args, console)
     if not args.no_synth:
         synthetic_section(args, console)
+        if args.noise_seeds.strip():
+            synthetic_noise_section(args, console)
     for section in EXTRA_SECTIONS:
         section(args, console)
     return 0

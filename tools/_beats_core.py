@@ -36,6 +36,21 @@ unusable, white-noise-like in that block alone (25-45 Hz / 5-15 Hz ratio
 >= ``block_hf_bad``), or of nil window quality without a sharp QRS in the block
 (noise, or flutter with no discrete QRS). Spans grow into neighbouring blocks
 where no lead shows a sharp QRS. No beat is reported inside an artifact span.
+
+Low-frequency excursion index (electrode motion, :mod:`ecgtrace.tools._beats_excursion`;
+``lf_quiet_bad = 0`` switches it off): per lead and block, the share of samples
+whose 0.7-10 Hz component stays within ``lf_quiet_level`` x the lead's typical
+0.7-10 Hz peak-to-peak (median of the per-block values over block +- 10) of the
+block median. Clean ECG (also wide, paced, AF, tachycardia) keeps >= ~0.8 of a
+block quiet; motion bursts keep ~0.2-0.6. A block where every lead is bad or
+under ``lf_quiet_bad`` (one at least under it) is an excursion block; it becomes
+an artifact when half or more of the beats within +-1 block match none of their
+3 neighbours each side (mean per-lead correlation >= ``beat_match_corr``,
+-200..+300 ms): VT, couplets, bigeminy and paced beats repeat a shape, motion
+adds a different swing to every beat. Such spans grow into neighbours that are
+weak or nearly excursions (``lf_edge_margin``). The reference window is wider
+than the level window, so :meth:`DetectorParams.min_overlap_s` (13 s) sets the
+chunk warm-up.
 """
 
 from __future__ import annotations
@@ -49,7 +64,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 from scipy.ndimage import maximum_filter1d, uniform_filter1d
 from scipy.signal import butter, find_peaks, sosfilt, sosfiltfilt
 
-ALGORITHM_VERSION = "1"
+ALGORITHM_VERSION = "2"
 
 
 @dataclass(frozen=True)
@@ -87,11 +102,29 @@ class DetectorParams:
     block_energy_ratio: float = 0.25  # ... and only if its QRS-band power is >= this x the window's median block
     block_quality_low: float = 0.05
     artifact_grow_blocks: int = 2
+    lf_band_hz: tuple[float, float] = (0.7, 10.0)  # baseline-excursion band (electrode motion)
+    lf_reference: str = "lf"  # size reference: "lf" (the 0.7-10 Hz band's own peak-to-peak) or "qrs" (5-15 Hz)
+    lf_reference_halfwidth_blocks: int = 10  # median of the reference over block +- this many blocks
+    lf_decimate_max: int = 1  # >1: LF index on the signal averaged in groups of up to this many samples (faster, shifts marginal blocks)
+    lf_edge_margin: float = 0.15  # an artifact grows into neighbours whose LF-quiet share is under lf_quiet_bad + this
+    lf_quiet_level: float = 0.2  # |LF - block median| below this x the reference size (lf_reference) is quiet
+    lf_quiet_bad: float = 0.55  # a block whose LF-quiet share is under this is an excursion on that lead (0: index off)
+    beat_match_corr: float = 0.75  # a beat is like a neighbour when their shapes correlate this well
+    beat_match_neighbours: int = 3  # neighbours on each side a beat is compared with
+    beat_unlike_share: float = 0.5  # an excursion block is an artifact when this share of the beats within +-1 block is unlike
+
+    def min_overlap_s(self) -> float:
+        """Warm-up (s) a chunk needs on each side for seam-exact results: the widest window plus margin."""
+        widest = self.level_halfwidth_blocks
+        if self.lf_quiet_bad > 0:
+            widest = max(widest, self.lf_reference_halfwidth_blocks)
+        return max(5.0, (widest + 3) * self.block_s)
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
         out["band_hz"] = [float(v) for v in self.band_hz]
         out["hf_band_hz"] = [float(v) for v in self.hf_band_hz]
+        out["lf_band_hz"] = [float(v) for v in self.lf_band_hz]
         return out
 
 
@@ -159,6 +192,8 @@ def detect_chunk(
 
     ``exclude`` is a bool mask of leads that must not contribute (flat, NaN, unusable).
     """
+    from ecgtrace.tools._beats_excursion import implausible_blocks, lf_quiet_share
+
     p = params or DetectorParams()
     x = np.asarray(signal_mv, dtype=np.float32)
     if x.ndim == 1:
@@ -184,6 +219,7 @@ def detect_chunk(
     half = p.level_halfwidth_blocks
     lead_bad = np.ones((n_leads, n_blocks), bool)  # per block: lead unusable, noise, or no discrete QRS
     lead_weak = np.ones((n_leads, n_blocks), bool)  # per block: lead shows no sharp QRS in this block alone
+    lf_quiet = np.ones((n_leads, n_blocks), np.float32)  # per block: share of quiet low-frequency baseline (motion: low)
     for j in range(n_leads):
         trace = x[:, j]
         bad = ~np.isfinite(trace)
@@ -228,6 +264,8 @@ def detect_chunk(
         energetic = bp_blk >= p.block_energy_ratio * _sliding(bp_blk, half, "median")
         noise_blk = ~(ratio_blk < p.block_hf_bad) & energetic
         no_qrs_blk = ~(peakiness_blk >= p.block_peakiness_good)
+        if p.lf_quiet_bad > 0:
+            lf_quiet[j] = lf_quiet_share(trace, bp, offset, block, n_blocks, float(fs_hz), p)
         lead_bad[j] = unusable_blk | noise_blk | ((q < p.block_quality_low) & no_qrs_blk)
         lead_weak[j] = unusable_blk | noise_blk | no_qrs_blk
         level_s = np.interp(idx, centres, level).astype(np.float32)
@@ -240,14 +278,12 @@ def detect_chunk(
     with np.errstate(divide="ignore", invalid="ignore"):
         fused = np.where(q_sum > 0, (q_s * norm_env).sum(axis=0) / q_sum, 0.0).astype(np.float32)
         slope = np.where(q_sum > 0, (q_s * norm_slope).sum(axis=0) / q_sum, 0.0).astype(np.float32)
-    artifact_blocks = lead_bad.all(axis=0)
-    # grow artifact spans into neighbouring blocks where no lead shows a sharp QRS (burst edges, holes)
     weak = lead_weak.all(axis=0)
-    for _ in range(p.artifact_grow_blocks):
-        near = np.zeros_like(artifact_blocks)
-        near[1:] |= artifact_blocks[:-1]
-        near[:-1] |= artifact_blocks[1:]
-        artifact_blocks = artifact_blocks | (near & weak)
+    artifact_blocks = _grow(lead_bad.all(axis=0), weak, p.artifact_grow_blocks)
+    # excursion blocks: every lead bad or moving; they become artifacts unless their beats look like beats
+    lead_excursion = lf_quiet < p.lf_quiet_bad
+    excursion = (lead_bad | lead_excursion).all(axis=0) & ~artifact_blocks & lead_excursion.any(axis=0)
+    excursion_edge = (lead_bad | (lf_quiet < p.lf_quiet_bad + p.lf_edge_margin)).all(axis=0)
 
     refractory = max(int(round(p.refractory_ms * fs_hz / 1000.0)), 1)
     cand, _ = find_peaks(fused, height=p.threshold * p.searchback_factor, distance=refractory)
@@ -266,10 +302,24 @@ def detect_chunk(
     order = np.argsort(refined, kind="stable")
     refined, support, score = refined[order], support[order], score[order]
     keep = _refractory_keep(refined, score, refractory)
+    if excursion.any():
+        implausible = implausible_blocks(x, refined, offset, block, first_block, excursion, lead_bad, fs_hz, p)
+        artifact_blocks = artifact_blocks | _grow(implausible, weak | excursion_edge, p.artifact_grow_blocks)
     keep &= ~artifact_blocks[(offset + refined) // block - first_block]  # refinement never enters an artifact span
     ev = weighted.T[order][keep].astype(np.float32)
     lq = q_s[:, beats].T[order][keep].astype(np.float32)
     return ChunkDetections(refined[keep] + offset, support[keep], score[keep].astype(np.float32), artifact_blocks, first_block, block, ev, lq)
+
+
+def _grow(blocks: np.ndarray, weak: np.ndarray, n_grow: int) -> np.ndarray:
+    """Grow artifact blocks into neighbouring ``weak`` blocks (no lead shows a sharp QRS: burst edges, holes)."""
+    out = blocks.copy()
+    for _ in range(n_grow):
+        near = np.zeros_like(out)
+        near[1:] |= out[:-1]
+        near[:-1] |= out[1:]
+        out = out | (near & weak)
+    return out
 
 
 def _fusion_rule(evidence: np.ndarray, consensus: float, strong: float) -> np.ndarray:

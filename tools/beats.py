@@ -8,8 +8,9 @@ the largest deflection within +-50 ms on the best lead).
 Chunking: :func:`ecgtrace.tools.records.chunk_bounds` gives chunks whose cores
 tile the record; each chunk carries ``overlap_s`` of warm-up signal on each
 side and keeps only the beats in its core. The detector's adaptive levels are
-windowed statistics on an absolute 1 s block grid reaching 2.5 s each side, so
-with ``overlap_s >= 5`` two chunks see the same evidence around a seam and take
+windowed statistics on an absolute 1 s block grid reaching 2.5 s each side (the
+excursion index's reference 10.5 s), so with ``overlap_s >= params.min_overlap_s()``
+(raised to it automatically) two chunks see the same evidence around a seam and take
 the same decision there: no beat is lost or counted twice. A final guard
 merges any pair of beats closer than the refractory period across a seam.
 
@@ -53,8 +54,9 @@ class BeatTable:
         scores: float32 fused evidence per beat, in units of the typical QRS
             (about 1 for an ordinary beat; 0.15-0.3 means a weak, searched-back beat).
         artifact_spans: ``(start_sample, stop_sample)`` half-open spans where
-            every lead was unreadable (noise, flat, NaN, or no discrete QRS):
-            no beats are reported inside them.
+            every lead was unreadable (noise, flat, NaN, no discrete QRS, or a
+            low-frequency excursion whose beats do not repeat a shape, i.e.
+            electrode motion): no beats are reported inside them.
         seams: Chunk core boundaries (sample indices); evidence close to a seam
             came from two chunks.
         provenance: Plain-JSON ``{source, method, version, params}``.
@@ -183,9 +185,10 @@ def detect_beats(
     Args:
         record: A :class:`RecordInfo` or a record path (``dir/100``, an EDF file).
         chunk_s: Core length of each chunk in seconds (memory is bounded by it).
-        overlap_s: Warm-up signal on each side of a chunk, seconds. Keep it
-            >= 5 s: the detector's windows reach 2.5 s (plus the RR context of the
-            search-back), and with less overlap a
+        overlap_s: Warm-up signal on each side of a chunk, seconds. It is
+            raised to ``params.min_overlap_s()`` (5 s; more when the excursion
+            index's reference window is wider): the detector's windows reach 2.5 s
+            (plus the RR context of the search-back), and with less overlap a
             seam may no longer give exactly the one-chunk result.
         workers: Worker processes (``concurrent.futures.ProcessPoolExecutor`` with
             the platform's default start method); each reads its own chunks by
@@ -205,6 +208,7 @@ def detect_beats(
     if not (chunk_s > 0 and overlap_s >= 0):
         raise RecordError(f"{info.name}: chunk_s must be > 0 and overlap_s >= 0 (got {chunk_s}, {overlap_s})")
     chunk_samples = max(int(round(chunk_s * info.fs_hz)), 1)
+    overlap_s = max(float(overlap_s), p.min_overlap_s())  # never less warm-up than the widest window needs
     overlap_samples = int(round(overlap_s * info.fs_hz))
     bounds = chunk_bounds(info.n_samples, chunk_samples, overlap_samples)
     excluded = tuple(info.lead_index(lead) for lead in info.unusable_leads)

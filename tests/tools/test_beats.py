@@ -29,8 +29,9 @@ def _mitdb(shared_data: Path, name: str):
         return open_record(shared_data / "mitdb" / name)
 
 
-# thresholds sit just below the values measured with DetectorParams() defaults (see benchmarks/beats.py)
-@pytest.mark.parametrize(("name", "min_se", "min_ppv"), [("100", 0.9990, 0.9990), ("203", 0.9940, 0.9900), ("108", 0.9990, 0.9650)])
+# thresholds sit just below the values measured with DetectorParams() defaults (see benchmarks/beats.py);
+# 203's Se (0.979, was 0.994 before the excursion index) counts the beats under its marked noisy stretches
+@pytest.mark.parametrize(("name", "min_se", "min_ppv"), [("100", 0.9990, 0.9990), ("203", 0.9770, 0.9900), ("108", 0.9985, 0.9650)])
 def test_mitdb_detection_accuracy(shared_data, name, min_se, min_ppv):
     info = _mitdb(shared_data, name)
     table = detect_beats(info)
@@ -232,3 +233,50 @@ def test_pause_and_tachycardia_are_beats_not_artifacts():
     table = detect_beats_array(_beat_train(n, truth), FS_HZ)
     assert table.artifact_spans == []
     np.testing.assert_array_equal(table.samples, truth)
+
+
+def _motion_burst(n_samples: int, seed: int = 5) -> np.ndarray:
+    """Electrode-motion-like burst: 6 sinusoids at 0.7-9 Hz scaled to 1.2 mV peak (as tools/synth.py builds them)."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(n_samples) / FS_HZ
+    burst = sum(np.sin(2 * np.pi * rng.uniform(0.7, 9.0) * t + rng.uniform(0, 2 * np.pi)) for _ in range(6))
+    return 1.2 * burst / np.abs(burst).max()
+
+
+def test_motion_burst_is_an_artifact_span_and_index_can_be_switched_off():
+    from ecgtrace.tools.beats import DetectorParams
+
+    n = int(120 * FS_HZ)
+    truth = _r_samples(n, ())
+    signal = _beat_train(n, truth)
+    a, b = int(40 * FS_HZ), int(45 * FS_HZ)
+    burst = _motion_burst(b - a)
+    signal[a:b, 0] += burst
+    signal[a:b, 1] += 0.8 * burst
+    table = detect_beats_array(signal, FS_HZ)
+    covered = np.zeros(n, bool)
+    for s0, s1 in table.artifact_spans:
+        covered[s0:s1] = True
+    assert covered[a:b].mean() >= 0.8, covered[a:b].mean()
+    assert covered.sum() < (b - a) + int(4 * FS_HZ)  # the span stays on the burst
+    outside = (truth < a - 3 * FS_HZ) | (truth >= b + 3 * FS_HZ)
+    assert np.isin(truth[outside], table.samples).all()
+    off = detect_beats_array(signal, FS_HZ, params=DetectorParams(lf_quiet_bad=0.0))
+    assert not any(s0 < b and s1 > a for s0, s1 in off.artifact_spans)  # the version-1 rule misses it
+
+
+def test_synthetic_noise_bursts_are_covered_and_events_are_not(synth_record):
+    """Every scheduled motion burst of the 30-min record is (mostly) an artifact span; no span touches another event."""
+    info = open_record(synth_record.record_path)
+    table = detect_beats(info, chunk_s=300.0, workers=2)
+    spans_ms = [(a * 1000.0 / info.fs_hz, b * 1000.0 / info.fs_hz) for a, b in table.artifact_spans]
+    events = synth_record.schedule["events"]
+    assert any(e["kind"] == "noise" for e in events)
+    for e in events:
+        on, off = e["onset_ms"], e["offset_ms"]
+        overlap = sum(max(0.0, min(b, off) - max(a, on)) for a, b in spans_ms)
+        if e["kind"] == "noise":
+            assert overlap >= 0.8 * (off - on), (e, overlap)
+        else:
+            assert overlap == 0, e
+    assert table.provenance["params"]["overlap_s"] >= 13.0  # raised to the excursion reference window
