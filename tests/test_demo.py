@@ -12,7 +12,7 @@ def test_demo_end_to_end_and_resume(tmp_path, capsys):
     argv = ["demo", "--out", str(out), "--hours", "0.5", "--limit", "12", "--max-images", "2", "--modality", "text"]
     assert main(argv) == 0
     first = capsys.readouterr().out
-    assert "how well each examinee reads the ECG" in first
+    assert "how well each examinee reads the ECG" in first and "GT-RDA" in first
     assert (out / "dataset" / "qa.jsonl").exists() and (out / "dataset" / "audit.jsonl").exists()
     results = {}
     for model in ("oracle", "random", "prior"):

@@ -126,8 +126,8 @@ def _print_summary(console, runs, examinees: list[str]) -> None:  # noqa: ANN001
     from rich.table import Table
 
     table = Table(title="how well each examinee reads the ECG")
-    for column in ("examinee", "IDA", "GT-RDA", "Completion", "Depth (0-4)", "audit n", "QA closed acc.", "QA score", "QA n"):
-        table.add_column(column, justify="right")
+    for column in ("model", "IDA", "GT-RDA", "Compl.", "Depth", "n", "QA acc.", "QA score", "QA n"):
+        table.add_column(column, justify="right", no_wrap=True)
     for model in examinees:
         name = _run_name(model)
         audit = json.loads((runs / f"audit-{name}" / "results.json").read_text())["overall"]
@@ -137,8 +137,10 @@ def _print_summary(console, runs, examinees: list[str]) -> None:  # noqa: ANN001
                       str(audit.get("n", "-")), _metric(qa, "closed_accuracy"),
                       "-" if score is None else f"{score:.1f}", str(qa.get("n", "-")))
     console.print(table)
-    console.print("oracle answers from the ground truth (must be 100%); random picks uniformly (chance level); "
-                  "prior never sees the ECG (a shortcut probe: it should stay at chance).")
+    console.print("Audit: IDA initial-answer accuracy, GT-RDA decision accuracy with the true history, Compl. every step "
+                  "right, Depth 0-4. QA: closed accuracy and mean score (0-100).\n"
+                  "oracle answers from the ground truth (must be 100%); random picks uniformly (chance level); "
+                  "prior never sees the ECG (a shortcut probe: it should stay near chance).")
 
 
 def _print_timings(console, timings: dict[str, float]) -> None:  # noqa: ANN001
