@@ -11,11 +11,27 @@ only with a margin). Randomness comes only from the
 ``rng`` passed in, so a seed gives the same item. The criterion and finding
 questions drawn here are provisional: :func:`ecgtrace.agents._audit_surface.balance_surface`
 re-draws them over a whole set so that their text gives nothing away.
+
+Measurement questions (bins sorted ascending, so position A is "the lowest
+bin") never offer a bin the finding just confirmed rules out (after "PR >
+200 ms: yes", no [180-200] ms). A value just past the threshold can then only
+be the first (or, for "<", the last) bin, which made "pick A" beat chance.
+Each question records its allowed answer positions in
+``provenance.params.measurement_grounding``; :func:`balance_measurement`
+places every answer over a whole set (a record's, then the final dataset's)
+so that each position holds at most ``T/n + 1`` of the ``T`` questions with
+``n`` options: most constrained questions first, each at its least-used
+allowed position (bins beyond the value are valid distractors, so a free
+question takes the window that puts its answer where the set needs it); while
+a position is still over-full, the most constrained question there (edge-only
+first) is dropped with reason ``balance_measurement_position`` in
+``grounding_skipped``. Answers (the bin that holds the value) never change.
 """
 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from typing import Any
 
 import numpy as np
@@ -28,6 +44,8 @@ from ecgtrace.rubrics.diagnosis_schema import DIAGNOSE, RULE_OUT, DiagnosisGraph
 
 FURTHER = DECISION_OPTIONS[2]
 MIN_DECOY_GAP = 0.7  # a decoy span may overlap a correct span by at most 30 % of its length
+SKIP_POSITION = "balance_measurement_position"
+POSITION_SLACK = 1.0  # a measurement answer position may exceed its uniform share by at most this (in questions)
 
 
 class GroundingSkipped(Exception):
@@ -152,14 +170,17 @@ def finding_bound(finding: dict[str, Any], rule: GroundingRule) -> tuple[str, fl
     return str(finding["op"]), float(finding["value"]) * to_canonical / to_rule
 
 
-def measurement_question(rule: GroundingRule, features: dict[str, Any], rng: np.random.Generator,
-                         bound: tuple[str, float] | None = None) -> dict[str, Any]:
-    """The bin holding the measured value among ``n_options`` consecutive bins.
+def measurement_entry(rule: GroundingRule, features: dict[str, Any], rng: np.random.Generator,
+                      bound: tuple[str, float] | None = None) -> dict[str, Any]:
+    """The measured bin and the answer positions allowed for one measurement rule (see :func:`measurement_question`).
 
     ``bound`` (see :func:`finding_bound`): the finding just confirmed says the
-    value lies beyond this threshold, so bins wholly on the other side would be
-    eliminated without reading the ECG; they are avoided when possible. The
-    answer's position is drawn uniformly among the windows that remain.
+    value lies beyond this threshold, so a window holding a bin wholly on the
+    other side (or a negative bin for a non-negative value) is never offered.
+    ``positions`` are the answer positions of the windows that offer none
+    (the windows with fewest such bins, if none is clean); ``chosen`` is a
+    provisional uniform draw among them, re-chosen over a whole set by
+    :func:`balance_measurement`.
     """
     try:
         value = feature_in_unit(features, rule.feature or "", rule.unit or "")
@@ -178,30 +199,46 @@ def measurement_question(rule: GroundingRule, features: dict[str, Any], rng: np.
         lo, hi = k * width, (k + 1) * width
         return hi <= threshold if op in (">", ">=") else lo > threshold if op == "<=" else lo >= threshold
 
-    starts = list(range(k0 - n + 1, k0 + 1))
-    cost = {first: sum(outside(k) for k in range(first, first + n)) for first in starts}
-    best = [first for first in starts if cost[first] == min(cost.values())]
-    first = best[int(rng.integers(len(best)))]
-    ks = list(range(first, first + n))
-    options = [bin_text(k * width, (k + 1) * width, rule.unit or "") for k in ks]
-    return {"kind": "measurement", "question": _pick(rng, rule.questions), "options": options, "answer": options[ks.index(k0)], "multi": False}
+    cost = {p: sum(outside(k) for k in range(k0 - p, k0 - p + n)) for p in range(n)}  # p: the answer's position
+    positions = [p for p in range(n) if cost[p] == min(cost.values())]
+    return {"question": _pick(rng, rule.questions), "k0": int(k0), "width": width, "unit": rule.unit or "", "n": int(n),
+            "positions": positions, "chosen": positions[int(rng.integers(len(positions)))], "dropped": None}
+
+
+def measurement_from_entry(entry: dict[str, Any]) -> dict[str, Any]:
+    """The question of a measurement entry with its answer at position ``entry["chosen"]``."""
+    first = entry["k0"] - entry["chosen"]
+    options = [bin_text(k * entry["width"], (k + 1) * entry["width"], entry["unit"]) for k in range(first, first + entry["n"])]
+    return {"kind": "measurement", "question": entry["question"], "options": options, "answer": options[entry["chosen"]], "multi": False}
+
+
+def measurement_question(rule: GroundingRule, features: dict[str, Any], rng: np.random.Generator,
+                         bound: tuple[str, float] | None = None) -> dict[str, Any]:
+    """The bin holding the measured value among ``n_options`` consecutive bins (answer position: a uniform draw
+    among the windows that offer no bin excluded by ``bound``; see :func:`measurement_entry`)."""
+    return measurement_from_entry(measurement_entry(rule, features, rng, bound))
 
 
 # ---------------------------------------------------------------- loops
 
 
 def build_loops(graph: DiagnosisGraph, path: Path, features: dict[str, Any], beats: list[dict[str, Any]], record_leads: list[str],
-                t0_s: float, t1_s: float, rng: np.random.Generator) -> tuple[list[dict[str, Any]], list[str], list[dict[str, Any]]]:
-    """The loops of one item, the reasons of grounding questions that were left out, and the lead-question entries.
+                t0_s: float, t1_s: float, rng: np.random.Generator
+                ) -> tuple[list[dict[str, Any]], list[str], list[dict[str, Any]], list[dict[str, Any]]]:
+    """The loops of one item, the skip reasons of grounding questions left out, the lead- and the measurement-question entries.
 
     Lead questions are not placed in the loops here: each becomes an entry
     (:func:`ecgtrace.agents._audit_leads.lead_entry`, with its ``loop`` and
     ``rule`` index) that :func:`ecgtrace.agents._audit_leads.balance_leads`
-    turns into a question over a whole set of items.
+    turns into a question over a whole set of items. Measurement questions are
+    placed provisionally; their entries (:func:`measurement_entry`, with
+    ``loop``, ``rule`` and ``criterion``) let :func:`balance_measurement`
+    re-place or drop them over a whole set.
     """
     loops: list[dict[str, Any]] = []
     skipped: list[str] = []
     entries: list[dict[str, Any]] = []
+    measures: list[dict[str, Any]] = []
     for j, step in enumerate(path.steps):
         crit = graph.criteria[step.criterion]
         criterion, _, _ = criterion_question(graph, crit, None, rng)
@@ -219,7 +256,9 @@ def build_loops(graph: DiagnosisGraph, path: Path, features: dict[str, Any], bea
                     if rule.kind == "wave":
                         grounding.append(wave_question(rule, beats, t0_s, t1_s, rng))
                     else:
-                        grounding.append(measurement_question(rule, features, rng, finding_bound(crit.finding, rule)))
+                        entry = measurement_entry(rule, features, rng, finding_bound(crit.finding, rule))
+                        measures.append({"loop": j, "rule": r, "criterion": step.criterion, **entry})
+                        grounding.append(measurement_from_entry(entry))
                 except GroundingSkipped as exc:
                     skipped.append(f"{step.criterion}.{rule.kind}:{exc.args[0]}")
         loops.append({
@@ -229,4 +268,73 @@ def build_loops(graph: DiagnosisGraph, path: Path, features: dict[str, Any], bea
             "decision": {"question": _pick(rng, graph.decision_questions).replace("{name}", graph.name), "options": list(DECISION_OPTIONS),
                          "answer": decision_answer(step.next)},
         })
-    return loops, skipped, entries
+    return loops, skipped, entries, measures
+
+
+# ---------------------------------------------------------------- answer position of measurement questions
+
+
+def _assign_positions(slots: list[tuple[dict[str, Any], list[int]]]) -> Counter:
+    """Most constrained first, each entry takes its allowed position used least so far (ties: its own seeded order)."""
+    used: Counter = Counter()
+    for entry, order in sorted(slots, key=lambda s: len(s[1])):
+        pick = min(order, key=lambda p: used[(entry["n"], p)])
+        entry["chosen"] = pick
+        used[(entry["n"], pick)] += 1
+    return used
+
+
+def balance_measurement(items: list[dict[str, Any]], rng: np.random.Generator) -> None:
+    """Place every measurement answer over ``items`` so that its position is uniform; rebuild the questions in place.
+
+    Bins are sorted ascending, so the position is also "lowest bin" / "highest
+    bin". Each entry may only use its ``positions`` (no offered bin excluded
+    by the finding). Entries are assigned most constrained first, each to its
+    allowed position used least so far among questions with as many options.
+    While a position holds more than ``T/n + POSITION_SLACK`` of the ``T``
+    kept questions with ``n`` options, the entry there with the fewest allowed
+    positions (ties: a seeded order) is dropped with reason
+    :data:`SKIP_POSITION` and the rest re-assigned, so questions that can only
+    put their answer at an edge are thinned first. Ground truth never changes.
+    """
+    refs = [(n, e) for n, item in enumerate(items) for e in range(len(item["provenance"]["params"].get("measurement_grounding", [])))]
+    refs = [refs[int(i)] for i in rng.permutation(len(refs))]
+    slots = []
+    for n, e in refs:
+        entry = items[n]["provenance"]["params"]["measurement_grounding"][e]
+        entry["dropped"] = None
+        slots.append((entry, [entry["positions"][int(i)] for i in rng.permutation(len(entry["positions"]))]))
+    while True:
+        used = _assign_positions(slots)
+        totals: Counter = Counter(entry["n"] for entry, _ in slots)
+        excess = {key: c - (totals[key[0]] / key[0] + POSITION_SLACK) for key, c in used.items()}
+        key = max(excess, key=lambda k: (excess[k], -k[0], -k[1]), default=None)
+        if key is None or excess[key] <= 0:
+            break
+        there = [k for k, (entry, _) in enumerate(slots) if entry["n"] == key[0] and entry["chosen"] == key[1]]
+        drop = min(reversed(there), key=lambda k: len(slots[k][1]))  # the most constrained; ties: last in the seeded order
+        slots[drop][0]["dropped"] = SKIP_POSITION
+        del slots[drop]
+    for item in items:
+        _rebuild_measurement(item)
+
+
+def _rebuild_measurement(item: dict[str, Any]) -> None:
+    params = item["provenance"]["params"]
+    entries = params.get("measurement_grounding", [])
+    if not entries:
+        return
+    skipped = [s for s in params.get("grounding_skipped", []) if not s.endswith(f".measurement:{SKIP_POSITION}")]
+    for entry in entries:
+        loop = item["loops"][entry["loop"]]
+        answer = bin_text(entry["k0"] * entry["width"], (entry["k0"] + 1) * entry["width"], entry["unit"])
+        at = [i for i, g in enumerate(loop["grounding"]) if g["kind"] == "measurement" and g["question"] == entry["question"] and g["answer"] == answer]
+        if entry["dropped"]:
+            skipped.append(f"{entry['criterion']}.measurement:{entry['dropped']}")
+            if at:
+                del loop["grounding"][at[0]]
+        elif at:
+            loop["grounding"][at[0]] = measurement_from_entry(entry)
+        else:
+            loop["grounding"].append(measurement_from_entry(entry))
+    params["grounding_skipped"] = skipped

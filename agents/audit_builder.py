@@ -19,7 +19,11 @@ For each record and each diagnosis graph (``rubrics/diagnoses/*.yaml``):
    Yes, half No), so that the answers cannot be read off the question text;
    lead questions get thresholds and wordings whose answers are proper lead
    subsets where the signal allows, and all-lead answers are kept only at the
-   rate of a uniform draw over lead subsets (:mod:`ecgtrace.agents._audit_leads`).
+   rate of a uniform draw over lead subsets (:mod:`ecgtrace.agents._audit_leads`);
+   measurement answers are spread evenly over the option positions, never
+   offering a bin the finding rules out, and questions that could only answer
+   at an over-used edge are dropped (``balance_measurement_position``,
+   :func:`ecgtrace.agents._audit_questions.balance_measurement`).
 
 Deterministic: the same records, graphs and seed give a byte-identical
 ``audit.jsonl`` (assets included).
@@ -40,7 +44,7 @@ import numpy as np
 from ecgtrace.agents._audit_features import FEATURES_VERSION, BeatTable, WindowFeatures, window_features
 from ecgtrace.agents._audit_labels import record_labels
 from ecgtrace.agents._audit_leads import balance_leads
-from ecgtrace.agents._audit_questions import build_loops
+from ecgtrace.agents._audit_questions import balance_measurement, build_loops
 from ecgtrace.agents._audit_surface import balance_surface
 from ecgtrace.agents.audit_format import YES_NO, AuditItem
 from ecgtrace.agents.diagnosis_engine import ENGINE_VERSION, MissingFeature, evaluate
@@ -48,7 +52,7 @@ from ecgtrace.errors import EcgTraceError
 from ecgtrace.rubrics.diagnosis_schema import DiagnosisGraph, load_diagnoses
 from ecgtrace.tools.records import RecordInfo, open_record, read_window
 
-BUILDER_VERSION = "3"
+BUILDER_VERSION = "4"
 METHOD = "ecgtrace.agents.audit_builder"
 KNOWN_DBS = ("mitdb", "ltafdb", "qtdb", "ludb", "ptbxl", "cinc2021_12lead", "vfdb", "cpsc2021", "svdb", "nsr2db")
 
@@ -164,6 +168,7 @@ def build_record(
         _balance(out, graph.id, rng)
     balance_surface(out.items, graphs, _rng(seed, info.name, "surface"))
     balance_leads(out.items, graphs, _rng(seed, info.name, "leads"))
+    balance_measurement(out.items, _rng(seed, info.name, "measurement"))
     return out
 
 
@@ -214,7 +219,7 @@ def _assemble(graph, info, labels, mapped, expert, wf: WindowFeatures, path, t0,
     db = _db_name(info, labels.kind == "synthetic")
     item_id = _safe_id(f"{db}-{info.name}-{graph.id}-{int(round(t0 * 1000)):09d}")
     qrng = _rng(seed, item_id, "questions")  # own stream: question wording never shifts which windows are chosen
-    loops, skipped, lead_entries = build_loops(graph, path, wf.features, wf.beats, list(info.usable_leads), t0, t1, qrng)
+    loops, skipped, lead_entries, measure_entries = build_loops(graph, path, wf.features, wf.beats, list(info.usable_leads), t0, t1, qrng)
     source = labels.source if mapped else "computed"
     item = {
         "id": item_id,
@@ -242,6 +247,7 @@ def _assemble(graph, info, labels, mapped, expert, wf: WindowFeatures, path, t0,
                 "features": {k: v for k, v in wf.features.items() if v is not None},
                 "grounding_skipped": skipped,
                 "lead_grounding": lead_entries,
+                "measurement_grounding": measure_entries,
                 "times": "wave options are seconds from the recording start (the assets' time axis)",
             },
         },
@@ -359,6 +365,7 @@ def write_audit_dataset(
     items = sorted(merged.items, key=lambda item: item["id"])
     balance_surface(items, graphs, _rng(seed, "dataset", "surface"))  # over the final set: per-record balance does not add up
     balance_leads(items, graphs, _rng(seed, "dataset", "leads"))
+    balance_measurement(items, _rng(seed, "dataset", "measurement"))
     if render_assets:
         for item in items:
             render_item_assets(item, out)

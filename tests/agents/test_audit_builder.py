@@ -400,3 +400,97 @@ def test_lead_entry_asks_only_thresholds_clear_of_every_lead() -> None:
     near = GroundingRule(kind="lead", feature="p_amp_mv", op=">=", value=0.12, margin=0.01, unit="mV", questions=["At least 0.12 mV?"])
     with pytest.raises(ValueError, match="near_threshold:V5"):
         lead_entry(near, feats, ["MLII", "V1", "V5"], np.random.default_rng(0))
+
+
+def _bin_bounds(option: str) -> tuple[float, float]:
+    import re
+
+    lo, hi = (float(x) for x in re.match(r"\[(-?[\d.]+)(?:-| to )(-?[\d.]+)\]", option).groups())
+    return lo, hi
+
+
+def _checked_measurement_questions(items) -> list[dict]:
+    """Measurement questions of ``items``, after checking: answer = bin of the measured value, bins ascending, none ruled out by the finding."""
+    from ecgtrace.agents._audit_questions import finding_bound
+    from ecgtrace.agents.diagnosis_engine import feature_in_unit
+
+    questions = []
+    for item, _, crit, _, loop in _loops(items):
+        rule = next((r for r in crit.grounding if r.kind == "measurement"), None)
+        for g in (g for g in loop["grounding"] if g["kind"] == "measurement"):
+            value = feature_in_unit(item["provenance"]["params"]["features"], rule.feature, rule.unit)
+            lo, hi = _bin_bounds(g["answer"])
+            assert lo - 1e-6 <= value < hi + 1e-6, (item["id"], g, value)  # ground truth unchanged
+            bins = [_bin_bounds(o) for o in g["options"]]
+            assert bins == sorted(bins)
+            bound = finding_bound(crit.finding, rule)
+            if bound is not None:
+                op, threshold = bound
+                for b_lo, b_hi in bins:
+                    assert (b_hi > threshold) if op in (">", ">=") else (b_lo < threshold if op == "<" else b_lo <= threshold), (g, bound)
+            questions.append(g)
+    return questions
+
+
+def _assert_positions_not_a_cue(questions: list[dict]) -> None:
+    """Answer at A ("lowest bin") or at the last option ("highest bin") not significantly more often than 1/n."""
+    from scipy.stats import binom
+
+    n = len(questions)
+    rate = sum(1.0 / len(g["options"]) for g in questions) / n
+    for where in (0, -1):
+        hits = sum(1 for g in questions if g["options"].index(g["answer"]) == range(len(g["options"]))[where])
+        assert binom.sf(hits - 1, n, rate) > 0.05, (where, hits, n, [g["options"].index(g["answer"]) for g in questions])
+
+
+def test_measurement_answer_position_is_not_a_cue_and_keeps_the_measured_bin(synth_build) -> None:
+    questions = _checked_measurement_questions(synth_build.items)
+    assert len(questions) >= 8, len(questions)
+    _assert_positions_not_a_cue(questions)
+    kept = sum(1 for item in synth_build.items for e in item["provenance"]["params"]["measurement_grounding"] if not e["dropped"])
+    assert kept == len(questions)
+
+
+def test_mitdb_measurement_answers_are_not_mostly_the_lowest_bin(shared_data: Path, tmp_path: Path) -> None:
+    """Rate and interval values just past a finding's threshold used to force the answer into bin A (10 of 17 here)."""
+    diagnoses = ["vt", "ventricular_bigeminy", "svt", "af", "sinus_tachycardia", "sinus_bradycardia", "first_degree_av_block", "sinus_pause"]
+    write_audit_dataset([str(shared_data / "mitdb" / r) for r in ("119", "201", "208")], tmp_path, seed=0, diagnoses=diagnoses,
+                        render_assets=False)
+    items = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
+    questions = _checked_measurement_questions(items)
+    assert len(questions) >= 10, len(questions)
+    _assert_positions_not_a_cue(questions)
+
+
+def test_measurement_balance_thins_edge_only_questions_and_never_offers_excluded_bins() -> None:
+    """Hand-made set: 30 questions whose value sits just above a '>' threshold (answer can only be first), 20 free ones."""
+    from collections import Counter
+
+    from ecgtrace.agents._audit_questions import SKIP_POSITION, balance_measurement, finding_bound, measurement_entry
+    from ecgtrace.rubrics.diagnosis_schema import GroundingRule
+
+    rule = GroundingRule(kind="measurement", feature="pr_ms", unit="ms", bin_width=20, questions=["PR interval?"])
+    finding = {"feature": "pr_ms", "op": ">", "value": 200, "unit": "ms"}
+    bound = finding_bound(finding, rule)
+    assert bound == (">", 200.0)
+    rng = np.random.default_rng(5)
+    items = []
+    for k, pr in enumerate([205.0] * 30 + [300.0] * 20):
+        entry = measurement_entry(rule, {"pr_ms": pr}, rng, bound)
+        assert entry["positions"] == ([0] if pr == 205.0 else [0, 1, 2, 3, 4])  # [180-200] would be ruled out by "PR > 200"
+        loops = [{"grounding": []}]
+        items.append({"loops": loops, "provenance": {"params": {"grounding_skipped": [], "measurement_grounding": [
+            {"loop": 0, "rule": 0, "criterion": f"c{k}", **entry}]}}})
+    balance_measurement(items, np.random.default_rng(0))
+    qs = [g for item in items for g in item["loops"][0]["grounding"]]
+    counts = Counter(g["options"].index(g["answer"]) for g in qs)
+    assert max(counts.values()) <= len(qs) / 5 + 1 and len(counts) == 5, counts
+    dropped = [s for item in items for s in item["provenance"]["params"]["grounding_skipped"]]
+    assert len(dropped) + len(qs) == 50 and all(s.endswith(f".measurement:{SKIP_POSITION}") for s in dropped)
+    assert len(qs) >= 24  # only as many edge-only questions as needed are dropped
+    for g in qs:
+        assert all(_bin_bounds(o)[1] > 200 for o in g["options"]), g
+        assert g["answer"] in ("[200-220] ms", "[300-320] ms")
+    balance_measurement(items, np.random.default_rng(1))  # redone over the same set: drops are re-decided, nothing duplicated
+    assert sum(len(item["loops"][0]["grounding"]) for item in items) + sum(
+        len(item["provenance"]["params"]["grounding_skipped"]) for item in items) == 50
