@@ -95,6 +95,13 @@ def run(args: argparse.Namespace) -> int:
             results = audit_now(on_sample=lambda row: progress.advance(task))
     if not args.quiet:
         print_results(results, title=f"{args.model} - {args.mode} - {args.modality}")
+    errors = results["overall"]["turns"]["errors"]
+    if errors:
+        from rich.console import Console
+
+        Console(stderr=True, emoji=False).print(
+            f"[yellow]warning:[/] {errors} turn(s) got no answer from the server after retries and are scored wrong "
+            f"(see their 'error' in samples.jsonl); rerun with --retry-errors to ask those samples again")
     return 0
 
 
