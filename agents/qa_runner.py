@@ -33,6 +33,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from ecgtrace.agents._workers import drain
 from ecgtrace.agents.examinees import Examinee, Reply
 from ecgtrace.agents.examiner import format_prompt
 from ecgtrace.agents.qa_scoring import SCORING_VERSION, family, score_answer, tolerance_ms
@@ -330,30 +331,15 @@ async def run_qa(qa: QASet, run: Any, examinee: Examinee, *, modality: str = "te
     items = qa.items[:limit] if limit else list(qa.items)
     items = [it for it in items if it["id"] not in (skip_ids or set())]
     finished = run.finished_ids()
-    queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-    for item in items:
-        if item["id"] not in finished:
-            queue.put_nowait(item)
+    todo = [item for item in items if item["id"] not in finished]
     workers = 1 if examinee.interactive else max(1, int(concurrency))
 
-    async def worker() -> None:
-        while True:
-            try:
-                item = queue.get_nowait()
-            except asyncio.QueueEmpty:
-                return
-            row = await run_one(item, qa.base_dir, examinee, modality, judge=judge, rubrics=rubrics, ask_human=ask_human)
-            if run.append_sample(row) and on_sample is not None:
-                on_sample(row)
+    async def handle(item: dict[str, Any]) -> None:
+        row = await run_one(item, qa.base_dir, examinee, modality, judge=judge, rubrics=rubrics, ask_human=ask_human)
+        if run.append_sample(row) and on_sample is not None:
+            on_sample(row)
 
-    tasks = [asyncio.create_task(worker()) for _ in range(min(workers, queue.qsize()))]
-    try:
-        await asyncio.gather(*tasks)
-    except BaseException:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        raise
+    await drain(todo, handle, workers)
     return write_qa_results(run, items)
 
 

@@ -17,6 +17,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+from ecgtrace.agents._workers import drain
 from ecgtrace.agents.audit_format import AuditItem, AuditSet
 from ecgtrace.agents.examinees import Examinee
 from ecgtrace.graphs.reasoning_audit import AuditContext, build_graph
@@ -114,9 +115,6 @@ async def run_audit(audit: AuditSet, run: RunDir, examinee: Examinee, *, mode: s
     run_cfg = {"mode": mode, "modality": modality, "base_dir": str(audit.base_dir)}
     context = AuditContext(examinee=examinee, base_dir=str(audit.base_dir))
     workers = 1 if examinee.interactive else max(1, int(concurrency))
-    queue: asyncio.Queue[AuditItem] = asyncio.Queue()
-    for it in todo:
-        queue.put_nowait(it)
 
     append_lock = asyncio.Lock()  # one appender at a time; the fsync runs off the event loop
 
@@ -125,28 +123,16 @@ async def run_audit(audit: AuditSet, run: RunDir, examinee: Examinee, *, mode: s
         for sample_id in sorted(restart):
             await saver.adelete_thread(run.thread_id(sample_id))
 
-        async def worker() -> None:
-            while True:
-                try:
-                    item = queue.get_nowait()
-                except asyncio.QueueEmpty:
-                    return
-                row = await _run_sample(graph, run, item, run_cfg, context, ask_human)
-                async with append_lock:
-                    appended = await asyncio.to_thread(run.append_sample, row)
-                if appended and on_sample is not None:
-                    on_sample(row)
-                if not keep_checkpoints:  # only after the line is safely on disk
-                    await saver.adelete_thread(run.thread_id(item.id))
+        async def handle(item: AuditItem) -> None:
+            row = await _run_sample(graph, run, item, run_cfg, context, ask_human)
+            async with append_lock:
+                appended = await asyncio.to_thread(run.append_sample, row)
+            if appended and on_sample is not None:
+                on_sample(row)
+            if not keep_checkpoints:  # only after the line is safely on disk
+                await saver.adelete_thread(run.thread_id(item.id))
 
-        tasks = [asyncio.create_task(worker()) for _ in range(min(workers, len(todo)) or 0)]
-        try:
-            await asyncio.gather(*tasks)
-        except BaseException:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            raise
+        await drain(todo, handle, workers)
     return write_results(run, items)
 
 
