@@ -4,32 +4,22 @@ from __future__ import annotations
 
 import argparse
 
+from ecgtrace.commands._model_options import add_model_options
+
 HELP = "Audit a model's ECG reasoning turn by turn (resumable: rerun the same command to continue)."
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("audit", help="audit.jsonl (or the folder holding it)")
-    parser.add_argument("--model", required=True, help="openai:<model>, oracle, random, prior or human")
-    parser.add_argument("--run", required=True, metavar="RUNDIR", help="run folder (created; reused to resume)")
-    parser.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
-    parser.add_argument("--api-key-env", default="OPENAI_API_KEY", metavar="NAME",
-                        help="environment variable holding the API key (default OPENAI_API_KEY); the key is never written")
-    parser.add_argument("--modality", choices=("image", "text", "both"), default="image", help="how the ECG is shown (default image)")
+    add_model_options(parser)
     parser.add_argument("--mode", choices=("teacher", "stop"), default="teacher",
                         help="teacher: ground truth enters the history after each turn; stop: the chain stops at the first error")
-    parser.add_argument("--concurrency", type=int, default=8, help="requests and samples in flight (default 8)")
-    parser.add_argument("--timeout", type=float, default=120.0, metavar="S", help="per-request timeout in seconds (default 120)")
-    parser.add_argument("--max-attempts", type=int, default=4, help="tries per turn on 429/5xx/timeouts (default 4)")
     parser.add_argument("--backoff", type=float, default=1.0, metavar="S", help="first retry wait in seconds, doubling (default 1)")
-    parser.add_argument("--max-tokens", type=int, default=None, help="cap on answer tokens")
     parser.add_argument("--temperature", type=float, default=None, help="sampling temperature (default: the server's)")
     parser.add_argument("--retry-errors", action="store_true",
                         help="on resume, run again the finished samples that have a server error in any turn")
-    parser.add_argument("--limit", type=int, default=None, metavar="N", help="only the first N items")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the random examinee (default 0)")
     parser.add_argument("--keep-checkpoints", action="store_true",
                         help="keep finished samples' LangGraph threads in RUNDIR/checkpoints.sqlite (default: dropped once in samples.jsonl)")
-    parser.add_argument("--quiet", action="store_true", help="no progress bar or table")
 
 
 def run(args: argparse.Namespace) -> int:
