@@ -31,11 +31,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ecgtrace.errors import RubricError
-from ecgtrace.rubrics.diagnosis_features import FEATURES, WAVE_TARGETS, FeatureSpec, unit_factor
+from ecgtrace.rubrics.diagnosis_features import DECISION_FEATURE, FEATURES, WAVE_TARGETS, FeatureSpec, unit_factor
 from ecgtrace.rubrics.loading import builtin_dir, load_model, read_yaml, rubric_error
 
 __all__ = [
-    "DECISIONS", "DIAGNOSE", "FEATURES", "OPS", "RULE_OUT", "WAVE_TARGETS", "Criterion", "DiagnosisGraph", "FeatureSpec", "GroundingRule",
+    "DECISIONS", "DECISION_FEATURE", "DIAGNOSE", "FEATURES", "OPS", "RULE_OUT", "WAVE_TARGETS", "Criterion", "DiagnosisGraph", "FeatureSpec", "GroundingRule",
     "LabelMap", "Requires", "distractor_wordings", "graph_problems", "load_diagnoses", "load_diagnosis", "unit_factor", "validate_diagnosis_file",
 ]
 
@@ -119,9 +119,14 @@ class LabelMap(_Strict):
     anything else ambiguous.
     synthetic: schedule event kinds of the synthetic generator.
     scp: PTB-XL SCP codes (likelihood 100 for diagnostic statements, any
-    mention for rhythm/form statements; human-validated records only).
+    mention for rhythm/form statements; human-validated records only; a
+    diagnostic code with a lower likelihood makes the label ambiguous).
     ptbxl_axis: values of PTB-XL's heart_axis column. snomed: CinC #Dx
-    codes. ludb: substrings of LUDB diagnoses (case-insensitive).
+    codes. ludb: beginnings of LUDB diagnosis lines or of their parts
+    (case-insensitive). ``*_ambiguous``: codes or LUDB lines that speak of the
+    diagnosis without settling it (a region-free ischemia statement for a
+    regional graph): a record with one of them and no positive code is
+    ambiguous, its windows dropped with that reason.
     """
 
     beat_symbols: list[str] = Field(default_factory=list)
@@ -134,6 +139,9 @@ class LabelMap(_Strict):
     ptbxl_axis: list[str] = Field(default_factory=list)
     snomed: list[str] = Field(default_factory=list)
     ludb: list[str] = Field(default_factory=list)
+    scp_ambiguous: list[str] = Field(default_factory=list)
+    snomed_ambiguous: list[str] = Field(default_factory=list)
+    ludb_ambiguous: list[str] = Field(default_factory=list)
 
 
 class DiagnosisGraph(_Strict):
@@ -188,6 +196,17 @@ def _check_predicate(node: Any, loc: tuple[Any, ...], problems: list[Problem]) -
             return
         for position, child in enumerate(children):
             _check_predicate(child, loc + (key, position), problems)
+        return
+    if node.get("feature") == DECISION_FEATURE or "diagnosis" in node:
+        extra = sorted(str(k) for k in node if k not in ("feature", "diagnosis", "op", "value"))
+        if extra:
+            problems.append((loc + (extra[0],), f"a {DECISION_FEATURE} finding has only feature, diagnosis, op and value"))
+        elif node.get("feature") != DECISION_FEATURE:
+            problems.append((loc + ("feature",), f"a finding that names another diagnosis uses feature {DECISION_FEATURE}"))
+        elif not isinstance(node.get("diagnosis"), str) or not node["diagnosis"]:
+            problems.append((loc + ("diagnosis",), "diagnosis must name another graph's id"))
+        elif not isinstance(node.get("value"), bool) or node.get("op") not in ("==", "!="):
+            problems.append((loc + ("value",), f"diagnosis {node['diagnosis']} is decided yes/no: use op == or != with value true/false"))
         return
     allowed = {"feature", "op", "value", "unit", "lead", "leads", "quantifier", "min_leads"}
     unknown = sorted(str(k) for k in node if k not in allowed)
@@ -416,4 +435,44 @@ def load_diagnoses(dir: str | os.PathLike[str] | None = None) -> dict[str, Diagn
     for path in sorted(folder.glob("*.yaml")):
         graph = load_diagnosis(path)
         graphs[graph.id] = graph
+    _check_references(graphs)
     return graphs
+
+
+def diagnosis_references(node: Any, loc: tuple[Any, ...] = ()) -> list[tuple[tuple[Any, ...], str]]:
+    """``(location, graph id)`` of every finding leaf under ``node`` that names another diagnosis."""
+    if not isinstance(node, dict):
+        return []
+    if node.get("feature") == DECISION_FEATURE:
+        return [(loc + ("diagnosis",), str(node.get("diagnosis")))]
+    out: list[tuple[tuple[Any, ...], str]] = []
+    for key in ("all", "any"):
+        for position, child in enumerate(node.get(key) or []):
+            out += diagnosis_references(child, loc + (key, position))
+    if "not" in node:
+        out += diagnosis_references(node["not"], loc + ("not",))
+    return out
+
+
+def _check_references(graphs: dict[str, DiagnosisGraph]) -> None:
+    """Every named diagnosis exists in the same folder, and no graph reaches itself through them."""
+    edges: dict[str, set[str]] = {}
+    for gid, graph in graphs.items():
+        edges[gid] = set()
+        for cid, crit in graph.criteria.items():
+            for loc, target in diagnosis_references(crit.finding, ("criteria", cid, "finding")):
+                if target not in graphs or target == gid:
+                    _, lines = read_yaml(graph.source or "")
+                    why = "names itself" if target == gid else f"names unknown diagnosis {target!r} (graphs: {', '.join(sorted(graphs))})"
+                    raise rubric_error(graph.source or gid, lines, loc, why)
+                edges[gid].add(target)
+    for gid in graphs:  # reference cycles: a depth-first walk from each graph
+        stack, seen = [gid], set()
+        while stack:
+            node = stack.pop()
+            for nxt in edges[node]:
+                if nxt == gid:
+                    raise RubricError(f"{graphs[gid].source}: diagnosis references form a cycle through {node!r} back to {gid!r}")
+                if nxt not in seen:
+                    seen.add(nxt)
+                    stack.append(nxt)
