@@ -50,6 +50,7 @@ FEATURES: dict[str, FeatureSpec] = {
     "long_rr_after_premature": FeatureSpec("bool", "window", "the beat that opens that long RR is premature (or classed S or V): a compensatory pause, not a dropped beat"),
     "long_rr_nonconducted_p": FeatureSpec("count", "window", "non-conducted P waves inside that long RR"),
     "atrial_rate_bpm": FeatureSpec("bpm", "window", "60000 / the median P-P interval over every P wave found, conducted or not (P waves hidden in a QRS or T left out)"),
+    "atrial_ventricular_ratio": FeatureSpec("ratio", "window", "atrial rate / ventricular rate (about 2 in 2:1 AV block, 1 with every P conducted, 0 when the window shows no P wave at all)"),
     "av_dissociation": FeatureSpec("bool", "window", "P waves in most beats, an atrial rate >= 1.2 x the ventricular rate and a PR interval whose interquartile range exceeds 40 ms"),
     "pr_progression_ms": FeatureSpec("ms", "window", "largest PR increase over consecutive conducted beats before a dropped beat"),
     # morphology and intervals (delineation of the window)
@@ -84,6 +85,7 @@ FEATURES: dict[str, FeatureSpec] = {
     "sokolow_mv": FeatureSpec("mV", "window", "Sokolow-Lyon index S(V1) + max(R(V5), R(V6))"),
     "cornell_product_mvs": FeatureSpec("mV*s", "window", "Cornell product (R(aVL) + S(V3)) x QRS duration"),
     "signal_quality": FeatureSpec("bool", "window", "true when the window is clean enough to measure"),
+    "amplitudes_calibrated": FeatureSpec("bool", "window", "false when every lead has the same peak-to-peak (a per-lead normalized record, e.g. LUDB): mV features and the axis are then None"),
     # another graph's decision, walked by the engine on the same features (the finding names it: diagnosis: lbbb)
     "diagnosis_decision": FeatureSpec("bool", "window", "decision of the graph named by the finding's diagnosis: key, on the same window"),
 }

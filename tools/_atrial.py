@@ -4,7 +4,8 @@ The per-beat delineation looks for one P wave before each QRS. Second- and
 third-degree AV block need the P waves that are *not* followed by a QRS, so:
 
 1. P template per lead: the median of the P waves the delineator found
-   (``p_on - 20 ms .. p_off + 20 ms``, aligned on the P peak), on the leads
+   (``p_on - 20 ms .. p_off + 20 ms``, aligned on each beat's P peak taken
+   over all leads, so that the templates of different leads line up), on the leads
    whose template P is at least ``MIN_TEMPLATE_MV``. The P waves found before
    the window rule removed them count too, so that P waves at a variable PR
    (AV dissociation) still give a template.
@@ -50,10 +51,11 @@ def _templates(results: list[dict[str, np.ndarray]], xs_key: str, fs_hz: float) 
     if not widths:
         return [], np.zeros((0, 0)), 0, 0
     half = int(np.median(widths)) + pad
+    centres = _beat_p_peaks(results, "p_peak_found")  # one time per beat for every lead: P peaks differ between leads
     leads, rows = [], []
     for j, res in enumerate(results):
         x = res[xs_key]
-        peaks = [int(k) for k in res["p_peak_found"] if k - half >= 0 and k + half < x.size]
+        peaks = [int(k) for k, own in zip(centres, res["p_peak_found"]) if own >= 0 and k - half >= 0 and k + half < x.size]
         if len(peaks) < 2:
             continue
         segs = np.stack([x[k - half : k + half + 1] - np.mean(x[k - half : k - half + pad + 1]) for k in peaks])

@@ -2,7 +2,7 @@
 
 Per beat and lead, on the lead's 40 Hz low-passed signal *without* baseline
 removal (a median-filter baseline bends the ST segment), relative to the PR
-level (mean of the 20 ms before QRS onset):
+level (:func:`pr_level`: the flattest 20 ms in the 80 ms before QRS onset):
 
 * The QRS (onset .. offset) is cut into lobes where the signal crosses a dead
   band of ``max(DEAD_BAND_MV, DEAD_BAND_SHARE x peak-to-peak)`` around the PR
@@ -19,8 +19,9 @@ level (mean of the 20 ms before QRS onset):
 * Patterns: ``qr`` (q then a dominant R), ``rs`` (no q, R smaller than the S
   after it), ``monophasic_r`` (R with neither q nor an S of ``MONO_S_SHARE`` of
   R), ``rsr_prime`` (R' of at least ``RSR_MIN_MV``).
-* ``st_j_mv``: level at the QRS offset (J point, +-10 ms mean); ``st_j60_mv``
-  at J + 60 ms; ``qrs_pos_mv``/``qrs_neg_mv``: the largest positive and
+* ``st_j_mv``: level at the window's J point (+-10 ms mean): the upper quartile
+  of the leads' QRS offsets, so a lead whose own offset comes early is not read
+  on its S wave; ``st_j60_mv`` at J + 60 ms; ``qrs_pos_mv``/``qrs_neg_mv``: the largest positive and
   negative deflections inside the QRS (both >= 0).
 
 Missing values are NaN; booleans are stored as 0.0/1.0 (NaN when not measured).
@@ -89,21 +90,65 @@ def _notched(seg: np.ndarray, lobe: dict[str, float]) -> bool:
     return bool(peaks.size >= 2 or lobe.get("split", 0.0) > 0)
 
 
-def beat_morphology(xl: np.ndarray, on: int, off: int, fs_hz: float) -> dict[str, float]:
-    """Morphology of one beat (keys :data:`MORPHOLOGY`) from QRS ``on``..``off`` on the 40 Hz signal ``xl``."""
+J_SETTLE_MV_S = 3.0  # the J point is where the return from the last QRS wave slows below this (mV/s) ...
+J_SETTLE_MAX_MS = 50.0  # ... at most this long after the QRS offset
+
+
+def _settled(xl: np.ndarray, on: int, off: int, j: int, fs_hz: float) -> int:
+    """The J point: from ``j``, on while the signal still returns faster than J_SETTLE_MV_S (a slow S upstroke).
+
+    The QRS offset is where the QRS slope has faded against its own peak; on a
+    deep S wave (V2-V5) the signal can still be 0.1-0.2 mV below the PR level
+    there, and the ST level read at that point would be an S wave, not an ST
+    depression.
+    """
+    limit = J_SETTLE_MV_S / fs_hz  # mV per sample
+    stop = min(j + int(J_SETTLE_MAX_MS * fs_hz / 1000.0), xl.size - 2)
+    step = max(int(round(0.004 * fs_hz)), 1)  # slope over 4 ms: steady against sample noise
+    while j < stop and abs(float(xl[min(j + step, xl.size - 1)] - xl[j])) / step > limit:
+        j += 1
+    return j
+
+
+PR_SEARCH_MS = 80.0  # the PR level is the flattest 20 ms within this span before QRS onset
+
+
+def pr_level(xl: np.ndarray, on: int, fs_hz: float) -> float:
+    """The PR (isoelectric) level before a QRS: mean of the flattest 20 ms in the PR_SEARCH_MS before its onset.
+
+    Reading the 20 ms right before the onset lands on the q or R upstroke when the onset is marked late.
+    """
+    width = max(int(round(0.02 * fs_hz)), 2)
+    lo = max(on - int(round(PR_SEARCH_MS * fs_hz / 1000.0)), 0)
+    seg = xl[lo : on + 1]
+    if seg.size <= width:
+        return float(np.mean(xl[max(on - width, 0) : on + 1]))
+    views = np.lib.stride_tricks.sliding_window_view(seg, width)
+    k = int(np.argmin(np.ptp(views, axis=1)))
+    return float(np.mean(views[k]))
+
+
+def beat_morphology(xl: np.ndarray, on: int, off: int, fs_hz: float, j_point: int = -1) -> dict[str, float]:
+    """Morphology of one beat (keys :data:`MORPHOLOGY`) from QRS ``on``..``off`` on the 40 Hz signal ``xl``.
+
+    ``j_point``: where the ST levels are read (the window's J point, see :func:`global_j_point`);
+    the lead's own QRS offset when -1.
+    """
     out = {k: np.nan for k in MORPHOLOGY}
     n = xl.size
     pad = max(int(round(0.02 * fs_hz)), 1)
     half = max(int(round(0.01 * fs_hz)), 1)
-    if on < 0 or off <= on or on - pad < 0 or off + half >= n:
+    j = j_point if j_point >= 0 else off
+    if on < 0 or off <= on or on - pad < 0 or max(off, j) + half >= n:
         return out
     ms = 1000.0 / fs_hz
-    iso = float(np.mean(xl[on - pad : on + 1]))
+    iso = pr_level(xl, on, fs_hz)
     seg = xl[on : off + 1] - iso
     out["qrs_pos_mv"] = max(float(seg.max()), 0.0)
     out["qrs_neg_mv"] = max(-float(seg.min()), 0.0)
-    out["st_j_mv"] = float(np.mean(xl[off - half : off + half + 1])) - iso
-    j60 = off + int(round(0.06 * fs_hz))
+    j = _settled(xl, on, off, j, fs_hz)
+    out["st_j_mv"] = float(np.mean(xl[j - half : j + half + 1])) - iso
+    j60 = j + int(round(0.06 * fs_hz))
     if j60 + half < n:
         out["st_j60_mv"] = float(np.mean(xl[j60 - half : j60 + half + 1])) - iso
     band = max(DEAD_BAND_MV, DEAD_BAND_SHARE * float(np.ptp(seg)))
@@ -141,9 +186,26 @@ def beat_morphology(xl: np.ndarray, on: int, off: int, fs_hz: float) -> dict[str
     return out
 
 
-def lead_morphology(xl: np.ndarray, qrs_on: np.ndarray, qrs_off: np.ndarray, fs_hz: float) -> dict[str, np.ndarray]:
-    """Per-beat morphology arrays (keys :data:`MORPHOLOGY`) of one lead."""
-    rows = [beat_morphology(xl, int(a), int(b), fs_hz) for a, b in zip(qrs_on, qrs_off)]
+def global_j_point(qrs_off_by_lead: np.ndarray) -> np.ndarray:
+    """Per beat, the J point of the window: the upper quartile of the leads' QRS offsets (-1 where none).
+
+    The J point ends the QRS in every lead; a lead whose own offset comes early
+    (its last wave fading into the baseline) would read the ST level on the S wave.
+    """
+    import warnings
+
+    marks = np.asarray(qrs_off_by_lead, dtype=np.float64)
+    marks = np.where(marks >= 0, marks, np.nan)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        j = np.nanpercentile(marks, 75, axis=0) if marks.size else np.zeros(0)
+    return np.where(np.isfinite(j), np.round(j), -1).astype(np.int64)
+
+
+def lead_morphology(xl: np.ndarray, qrs_on: np.ndarray, qrs_off: np.ndarray, fs_hz: float, j_point: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """Per-beat morphology arrays (keys :data:`MORPHOLOGY`) of one lead (``j_point``: per-beat ST read point, see :func:`global_j_point`)."""
+    jp = np.full(len(qrs_on), -1, dtype=np.int64) if j_point is None else j_point
+    rows = [beat_morphology(xl, int(a), int(b), fs_hz, int(j)) for a, b, j in zip(qrs_on, qrs_off, jp)]
     return {k: np.array([r[k] for r in rows], dtype=np.float64) for k in MORPHOLOGY}
 
 

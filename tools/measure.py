@@ -35,14 +35,14 @@ from ecgtrace.errors import EcgTraceError
 from ecgtrace.tools._atrial import atrial_activity
 from ecgtrace.tools._delineate import AMPLITUDES, POINTS, SIGNAL_KEYS, DelineationParams, clear_p_marks, delineate_lead, p_wave_rule, preprocess
 from ecgtrace.tools._delineate_measures import LeadMeasurements, WindowMeasurements, measure_delineation
-from ecgtrace.tools._delineate_waves import lead_morphology, pathological_q
+from ecgtrace.tools._delineate_waves import global_j_point, lead_morphology, pathological_q
 from ecgtrace.tools._delineation import INTERNAL_FS_HZ, Delineation, LeadFiducials, marks_to_record, to_internal
 from ecgtrace.tools.records import SignalWindow
 
 MEASURE_VERSION = "2"
 CROSS_LEAD_MIN_LEADS = 3
 P_LEAD_SHARE = 0.25
-CROSS_LEAD_LIMIT_MS = {"p_on": 16.0, "p_off": 16.0, "qrs_on": 10.0, "qrs_off": 10.0, "t_on": 40.0, "t_off": 30.0}
+CROSS_LEAD_LIMIT_MS = {"p_on": 30.0, "p_off": 16.0, "qrs_on": 6.0, "qrs_off": 6.0, "t_on": 40.0, "t_off": 20.0}  # set on the tuning half
 _WAVE_MARKS = (("p_on", "(", 0), ("p_peak", "p", 0), ("p_off", ")", 0), ("qrs_on", "(", 1), ("r_peak", "N", 1), ("qrs_off", ")", 1), ("t_on", "(", 2), ("t_peak", "t", 0), ("t_off", ")", 2))
 
 
@@ -160,12 +160,12 @@ def _p_rule_all_leads(results: list[dict[str, np.ndarray]], fs_hz: float, p: Del
     return p_waves
 
 
-def _lead_result(lead: str, res: dict[str, np.ndarray], p_wave: dict[str, Any], fs_int: float, window: SignalWindow) -> LeadFiducials:
+def _lead_result(lead: str, res: dict[str, np.ndarray], p_wave: dict[str, Any], fs_int: float, window: SignalWindow, j_point: np.ndarray) -> LeadFiducials:
     """One lead's marks back on the record's samples and in ms, with its amplitudes and QRS morphology."""
     points, times = {}, {}
     for k in POINTS:
         points[k], times[k] = marks_to_record(res[k], fs_int, window.fs_hz, window.sampfrom)
-    morph = lead_morphology(res["xl"], res["qrs_on"], res["qrs_off"], fs_int)
+    morph = lead_morphology(res["xl"], res["qrs_on"], res["qrs_off"], fs_int, j_point)
     amplitudes = {k: res[k] for k in AMPLITUDES}
     amplitudes["st_j60_mv"] = morph.pop("st_j60_mv")  # read on the baseline-kept signal against the PR level
     morph["pathological_q"] = pathological_q(lead, morph, res["r_amp_mv"], res["s_amp_mv"])
@@ -207,7 +207,8 @@ def delineate(
     results = [delineate_lead(x_int[:, j], fs_int, local, p) for j in range(len(window.leads))]
     p_waves = _p_rule_all_leads(results, fs_int, p)
     corrected = _cross_lead_correction(results, fs_int) if cross_lead and len(results) >= CROSS_LEAD_MIN_LEADS else 0
-    per_lead = {lead: _lead_result(lead, res, pw, fs_int, window) for lead, res, pw in zip(window.leads, results, p_waves)}
+    j_point = global_j_point(np.stack([res["qrs_off"] for res in results])) if results else np.zeros(0, dtype=np.int64)
+    per_lead = {lead: _lead_result(lead, res, pw, fs_int, window, j_point) for lead, res, pw in zip(window.leads, results, p_waves)}
     atrial = atrial_activity(results, local, fs_int, p_waves)
     for res in results:
         for key in SIGNAL_KEYS + ("p_on_found", "p_peak_found", "p_off_found"):

@@ -18,7 +18,8 @@ from typing import Any
 import numpy as np
 
 from ecgtrace.agents.audit._features_leads import (
-    MORPHOLOGY_FLAGS, MORPHOLOGY_VALUES, P_PR_TOLERANCE_MS, BeatView, beat_lead_values, drop_small_qrs_widths, lead_features, median, twelve_lead,
+    MORPHOLOGY_FLAGS, MORPHOLOGY_VALUES, P_PR_TOLERANCE_MS, BeatView, amplitudes_calibrated, beat_lead_values, drop_small_qrs_widths, drop_uncalibrated,
+    lead_features, median, twelve_lead,
 )
 from ecgtrace.jsonio import plain_json
 from ecgtrace.tools.measure import WindowMeasurements, measure_window
@@ -231,6 +232,10 @@ def _atrial_features(feats: dict[str, Any], m: WindowMeasurements, rh: Rhythm, w
     atrial = m.delineation.atrial
     for name in ("nonconducted_p_count", "atrial_rate_bpm", "av_dissociation"):
         feats[name] = atrial.get(name)
+    if feats["atrial_rate_bpm"] is not None and feats.get("hr_bpm"):
+        feats["atrial_ventricular_ratio"] = feats["atrial_rate_bpm"] / feats["hr_bpm"]
+    elif atrial.get("template_leads") == 0 and not feats.get("p_wave_present_pct"):
+        feats["atrial_ventricular_ratio"] = 0.0  # no P wave anywhere in the window (AF, junctional rhythm): none per QRS
     if rh.in_rr_ms.size < 2:
         return None
     ratios = rh.in_rr_ms[1:] / rh.in_rr_ms[:-1]
@@ -277,6 +282,9 @@ def window_features(window: SignalWindow, table: BeatTable) -> WindowFeatures:
     if pr_dom.size >= 3:
         feats["pr_variability_ms"] = float(np.percentile(pr_dom, 90) - np.percentile(pr_dom, 10))
     twelve_lead(feats, per_lead)
+    feats["amplitudes_calibrated"] = amplitudes_calibrated(window.signal_mv)
+    if not feats["amplitudes_calibrated"]:
+        drop_uncalibrated(feats, per_lead)
     long_k = _atrial_features(feats, m, rh, window)
     feats = _plain(feats)
     beats = _beat_facts(view, rh, c, fs, long_k)
@@ -330,8 +338,8 @@ _WINDOW_NAMES = (
     "longest_s_run", "s_run_rate_bpm", "v_bigeminy_cycles", "v_trigeminy_cycles", "paced_beat_pct",
     "nonconducted_p_count", "pr_progression_ms", "p_wave_present_pct", "pr_ms", "pr_variability_ms", "qrs_ms",
     "qtc_ms", "qrs_axis_deg", "sokolow_mv", "cornell_product_mvs", "signal_quality",
-    "atrial_rate_bpm", "av_dissociation", "long_rr_ratio", "long_rr_after_premature", "long_rr_nonconducted_p",
-    "diagnosis_decision",  # never measured here: the engine walks the graph a finding names
+    "atrial_rate_bpm", "atrial_ventricular_ratio", "av_dissociation", "long_rr_ratio", "long_rr_after_premature", "long_rr_nonconducted_p",
+    "amplitudes_calibrated", "diagnosis_decision",  # diagnosis_decision: never measured here: the engine walks the graph a finding names
 )
 _CLASS_FEATURES = (
     "v_beat_count", "s_beat_count", "longest_v_run", "v_run_rate_bpm", "longest_s_run", "s_run_rate_bpm",

@@ -21,6 +21,12 @@ from ecgtrace.tools.measure import WindowMeasurements
 MIN_QRS_MV = 0.15  # QRS widths are read only on leads whose QRS spans at least this (mV) ...
 MIN_QRS_SHARE = 0.3  # ... and at least this share of the largest QRS of the window
 P_PR_TOLERANCE_MS = 50.0  # a P wave counts when its PR lies within this of the window's median PR
+AVF_SCALE = 2.0 / math.sqrt(3.0)  # aVF's lead vector is sqrt(3)/2 as long as lead I's
+#: Per-lead amplitude features (mV against a threshold) and window features that compare amplitudes across leads:
+#: left out when the record's leads are not in calibrated mV (every lead scaled to the same peak-to-peak).
+AMPLITUDE_LEAD_FEATURES = ("r_amp_mv", "s_amp_mv", "qrs_depth_mv", "st_j60_mv", "st_j_mv", "p_amp_mv", "q_amp_mv", "t_amp_mv", "pathological_q")
+AMPLITUDE_WINDOW_FEATURES = ("qrs_axis_deg", "sokolow_mv", "cornell_product_mvs")
+SAME_PTP_TOLERANCE = 1e-3  # relative: leads whose peak-to-peak all agree this closely were normalized
 FLAG_SHARE = 0.5  # a yes/no pattern holds on a lead when this share of its dominant beats show it
 #: Per-lead medians of per-beat morphology (tools name -> feature name).
 MORPHOLOGY_VALUES = {"q_dur_ms": "q_dur_ms", "q_amp_mv": "q_amp_mv", "r_peak_time_ms": "r_peak_time_ms", "r_dur_ms": "r_dur_ms",
@@ -117,13 +123,37 @@ def twelve_lead(feats: dict[str, Any], per_lead: dict[str, dict[str, Any]]) -> N
 
     net_i, net_avf = get("qrs_net_mv", "I"), get("qrs_net_mv", "aVF")
     if net_i is not None and net_avf is not None and (net_i or net_avf):
-        feats["qrs_axis_deg"] = math.degrees(math.atan2(net_avf, net_i))
+        # hexaxial: I = E cos(a), aVF = E (sqrt(3)/2) sin(a), so aVF is scaled up by 2/sqrt(3) before the angle
+        feats["qrs_axis_deg"] = math.degrees(math.atan2(net_avf * AVF_SCALE, net_i))
     s_v1, r_v5, r_v6 = get("qrs_depth_mv", "V1"), get("r_amp_mv", "V5"), get("r_amp_mv", "V6")
     if s_v1 is not None and (r_v5 is not None or r_v6 is not None):
         feats["sokolow_mv"] = s_v1 + max(v for v in (r_v5, r_v6) if v is not None)
     r_avl, s_v3 = get("r_amp_mv", "aVL"), get("qrs_depth_mv", "V3")
     if r_avl is not None and s_v3 is not None and feats.get("qrs_ms") is not None:
         feats["cornell_product_mvs"] = (r_avl + s_v3) * feats["qrs_ms"] / 1000.0
+
+
+def amplitudes_calibrated(signal_mv: np.ndarray) -> bool:
+    """False when every lead (3 or more) has the same peak-to-peak to within SAME_PTP_TOLERANCE.
+
+    No recorded ECG does that; a database that scaled each lead to a fixed
+    size did (all 120 shared LUDB records: every lead exactly 1.000 mV), and its
+    amplitudes, ST levels and axis then say nothing in mV.
+    """
+    x = np.asarray(signal_mv, dtype=float)
+    if x.ndim != 2 or x.shape[1] < 3:
+        return True
+    ptp = np.array([np.ptp(col[np.isfinite(col)]) if np.isfinite(col).any() else np.nan for col in x.T])
+    ptp = ptp[np.isfinite(ptp) & (ptp > 0)]
+    return not (ptp.size >= 3 and float(np.ptp(ptp)) <= SAME_PTP_TOLERANCE * float(np.median(ptp)))
+
+
+def drop_uncalibrated(feats: dict[str, Any], per_lead: dict[str, dict[str, Any]]) -> None:
+    """Leave out every amplitude-dependent feature (see :func:`amplitudes_calibrated`)."""
+    for name in AMPLITUDE_LEAD_FEATURES:
+        per_lead[name] = {lead: None for lead in per_lead[name]}
+    for name in AMPLITUDE_WINDOW_FEATURES:
+        feats[name] = None
 
 
 def beat_lead_values(view: BeatView, k: int) -> dict[str, dict[str, float | bool | None]]:

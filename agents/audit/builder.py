@@ -195,7 +195,8 @@ def _candidate(graph, info, table, labels, mapped, t0, t1, kept, limit, cache, o
     try:
         path = evaluate(graph, wf.features, graphs)
     except MissingFeature as exc:
-        drops[f"feature_unavailable:{exc.feature}"] += 1
+        uncalibrated = wf.features.get("amplitudes_calibrated") is False  # mV values of a per-lead normalized record
+        drops[f"feature_unavailable:{exc.feature}" + (":amplitudes_not_calibrated" if uncalibrated else "")] += 1
         return None
     if mapped:
         stats = out.agreement[graph.id]

@@ -129,6 +129,28 @@ def _selected_leads(features: dict[str, Any], node: dict[str, Any]) -> dict[str,
     return chosen
 
 
+def _kleene(node: dict[str, Any], features: dict[str, Any], record: dict[str, Any] | None, graphs: dict[str, DiagnosisGraph] | None) -> bool:
+    """all/any with three-valued logic: a missing child decides nothing when the others already decide.
+
+    ``all`` is False as soon as one child is False, ``any`` True as soon as one is
+    True; otherwise a missing child raises :class:`MissingFeature` (never a guess).
+    """
+    key = "all" if "all" in node else "any"
+    decisive = key == "any"  # the value that settles the composite
+    missing: MissingFeature | None = None
+    for child in node[key]:
+        try:
+            value = evaluate_predicate(child, features, record, graphs)
+        except MissingFeature as exc:
+            missing = missing or exc
+            continue
+        if value is decisive:
+            return decisive
+    if missing is not None:
+        raise missing
+    return not decisive
+
+
 def _builtin_graphs() -> dict[str, DiagnosisGraph]:
     from ecgtrace.rubrics.diagnosis_schema import load_diagnoses
 
@@ -148,12 +170,8 @@ def evaluate_predicate(node: dict[str, Any], features: dict[str, Any], record: d
     ``record`` (optional) collects the measured values that decided each leaf;
     ``graphs`` resolves findings that name another diagnosis (default: the built-in graphs).
     """
-    if "all" in node:
-        results = [evaluate_predicate(child, features, record, graphs) for child in node["all"]]
-        return all(results)
-    if "any" in node:
-        results = [evaluate_predicate(child, features, record, graphs) for child in node["any"]]
-        return any(results)
+    if "all" in node or "any" in node:
+        return _kleene(node, features, record, graphs)
     if "not" in node:
         return not evaluate_predicate(node["not"], features, record, graphs)
     if node.get("feature") == DECISION_FEATURE:
