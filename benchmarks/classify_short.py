@@ -15,7 +15,11 @@ Peers in the same run: the Holter forest (``classify_beats_array``) on the same
 shipped forest was trained on these DS1 records, so that column is a training
 fit, an upper bound rather than a test).
 
-    nice -n 10 .venv/bin/python benchmarks/classify_short.py [--limit N] [--tile-s 10]
+A second table runs the audit's own path (``annotate_record`` -> ``classify_beats``) on
+every shared PTB-XL record at 100 Hz and at 500 Hz and counts the records whose beats
+are all ``Q`` (the issue's target: none), the share of Q beats and the Q reasons.
+
+    nice -n 10 .venv/bin/python benchmarks/classify_short.py [--limit N] [--tile-s 10] [--no-ptbxl]
 """
 
 from __future__ import annotations
@@ -86,11 +90,41 @@ def row(name: str, m: np.ndarray) -> list[str]:
     return [name, str(n), f"{100 * q / max(n, 1):.1f}", f"{100 * n_ok:.1f}", *v, *s, str(m[1].sum()), str(m[2].sum())]
 
 
+def ptbxl_q_table(console: Console, limit: int | None) -> None:
+    """Records with every beat Q, at each rate, through annotate_record (fresh, uncached)."""
+    import tempfile
+    from collections import Counter
+
+    from ecgtrace.tools.annotate import annotate_record
+
+    table = Table(title="PTB-XL through annotate_record: records whose beats are all Q")
+    for col in ("rate", "records", "all-Q records", "Q beats", "beats", "N", "S", "V", "Q reasons"):
+        table.add_column(col, justify="right")
+    with tempfile.TemporaryDirectory() as cache:
+        for rate, pattern in (("100 Hz", "records100/*/*_lr.hea"), ("500 Hz", "records500/*/*_hr.hea")):
+            headers = sorted((DATA / "ptbxl").glob(pattern))[:limit]
+            counts: Counter = Counter()
+            reasons: Counter = Counter()
+            all_q = []
+            for header in headers:
+                ann = annotate_record(header.with_suffix(""), cache_dir=cache, use_cache=False, workers=1)
+                counts.update(ann.beat_classes.tolist())
+                reasons.update(ann.provenance["params"].get("classes_provenance", {}).get("params", {}).get("q_reasons", {}))
+                if ann.beat_classes.size and np.all(ann.beat_classes == "Q"):
+                    all_q.append(header.stem)
+            total = sum(counts.values())
+            table.add_row(rate, str(len(headers)), f"{len(all_q)}" + (f" ({', '.join(all_q[:5])})" if all_q else ""),
+                          f"{100 * counts['Q'] / max(total, 1):.1f}%", str(total), str(counts["N"]), str(counts["S"]), str(counts["V"]),
+                          ", ".join(f"{k} {v}" for k, v in reasons.most_common()))
+    console.print(table)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tile-s", type=float, default=10.0)
     parser.add_argument("--limit", type=int, default=None, help="records per half (quick run)")
     parser.add_argument("--no-whole", action="store_true", help="skip the forest on whole records (faster)")
+    parser.add_argument("--no-ptbxl", action="store_true", help="skip the PTB-XL all-Q table")
     args = parser.parse_args(argv)
     if not (DATA / "mitdb").is_dir():
         print(f"no shared data at {DATA}", file=sys.stderr)
@@ -121,6 +155,8 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             table.add_row(*row(f"{half} ({len(names[: args.limit])} rec)", m)[:1], method, *row(method, m)[1:])
     console.print(table)
+    if not args.no_ptbxl:
+        ptbxl_q_table(console, args.limit)
     console.print(f"[dim]{time.perf_counter() - started:.0f} s; tuning: {', '.join(split_records()['tuning'])}; untuned: {', '.join(split_records()['untuned'])}[/dim]")
     return 0
 

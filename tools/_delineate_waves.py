@@ -15,10 +15,13 @@ level (:func:`pr_level`: the flattest 20 ms in the 80 ms before QRS onset):
   offset at the edges): ``q_dur_ms``, ``r_dur_ms``, ``s_dur_ms``. The
   **R-peak time** runs from QRS onset to the peak of the last R wave (R' when
   present). An R wave is **notched** when it holds two peaks whose dip between
-  them is at least ``NOTCH_PROMINENCE_SHARE`` of R (and ``NOTCH_MIN_MV``).
+  them is at least ``NOTCH_PROMINENCE_SHARE`` of R (and ``NOTCH_MIN_MV``), or an
+  M shape whose middle dip falls just below the baseline (R-s-R' with the s
+  under ``M_NOTCH_S_SHARE`` of the smaller R).
 * Patterns: ``qr`` (q then a dominant R), ``rs`` (no q, R smaller than the S
-  after it), ``monophasic_r`` (R with neither q nor an S of ``MONO_S_SHARE`` of
-  R), ``rsr_prime`` (R' of at least ``RSR_MIN_MV``).
+  after it), ``monophasic_r`` (R with no q of ``MONO_Q_SHARE`` of R, no S of
+  ``MONO_S_SHARE`` of R, no R' unless M-shaped), ``rsr_prime`` (R' of at least
+  ``RSR_MIN_MV``).
 * ``st_j_mv``: level at the window's J point (+-10 ms mean): the upper quartile
   of the leads' QRS offsets, so a lead whose own offset comes early is not read
   on its S wave; ``st_j60_mv`` at J + 60 ms; ``qrs_pos_mv``/``qrs_neg_mv``: the largest positive and
@@ -35,7 +38,9 @@ DEAD_BAND_MV = 0.02
 DEAD_BAND_SHARE = 0.04
 NOTCH_MIN_MV = 0.04
 NOTCH_PROMINENCE_SHARE = 0.08
-MONO_S_SHARE = 0.1
+MONO_S_SHARE = 0.2  # a terminal negative deflection this small (share of R) leaves an R monophasic (discordant ST onset) ...
+MONO_Q_SHARE = 0.1  # ... and so does an initial one this small
+M_NOTCH_S_SHARE = 0.25  # R-s-R' with the s this shallow (share of the smaller R) is one notched, M-shaped R
 RSR_MIN_MV = 0.05
 
 MORPHOLOGY = (
@@ -176,11 +181,13 @@ def beat_morphology(xl: np.ndarray, on: int, off: int, fs_hz: float, j_point: in
     out["r_dur_ms"] = (r["end"] - r["start"] + 1) * ms
     out["s_dur_ms"] = ((s["end"] - s["start"] + 1) * ms) if s is not None else 0.0
     out["r_peak_time_ms"] = last_r["peak"] * ms
-    out["r_notched"] = float(_notched(seg, max((lobes[k] for k in pos), key=lambda lobe: lobe["amp"])))
+    m_shape = r_prime is not None and s_amp < M_NOTCH_S_SHARE * min(r_amp, r_prime["amp"])
+    out["r_notched"] = float(m_shape or _notched(seg, max((lobes[k] for k in pos), key=lambda lobe: lobe["amp"])))
     out["qs_pattern"] = 0.0
     out["qr_pattern"] = float(q is not None and r_amp > max(s_amp, q_amp))
     out["rs_pattern"] = float(q is None and s is not None and r_amp < s_amp)
-    out["monophasic_r"] = float(q is None and s_amp < MONO_S_SHARE * r_amp and r_prime is None)
+    big = max(r_amp, r_prime["amp"] if r_prime is not None else 0.0)
+    out["monophasic_r"] = float(q_amp < MONO_Q_SHARE * big and s_amp < MONO_S_SHARE * big and (r_prime is None or m_shape))
     out["rsr_prime"] = float(r_prime is not None)
     out["r_prime_amp_mv"] = r_prime["amp"] if r_prime is not None else 0.0
     return out
