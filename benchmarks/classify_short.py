@@ -39,6 +39,9 @@ from ecgtrace.tools import classify as cl
 from ecgtrace.tools.annotations import AAMI_ORDER, read_reference_annotations
 from ecgtrace.tools.records import open_record, read_samples
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from classify import confusion  # noqa: E402  (the sibling benchmark's AAMI confusion matrix: one home)
+
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 PACED = ("102", "104", "107", "217")
 
@@ -47,15 +50,6 @@ def split_records(data: Path = DATA) -> dict[str, list[str]]:
     """``{"tuning": [...], "untuned": [...]}``: alternate non-paced MIT-BIH records in sorted order."""
     names = sorted(p.stem for p in (data / "mitdb").glob("*.atr") if p.stem not in PACED)
     return {"tuning": names[0::2], "untuned": names[1::2]}
-
-
-def confusion(ref: np.ndarray, pred: np.ndarray) -> np.ndarray:
-    """5x5 counts, rows reference, columns predicted, in AAMI order."""
-    m = np.zeros((5, 5), dtype=np.int64)
-    for i, r in enumerate(AAMI_ORDER):
-        for j, p in enumerate(AAMI_ORDER):
-            m[i, j] = int(np.count_nonzero((ref == r) & (pred == p)))
-    return m
 
 
 def tile_classes(signal: np.ndarray, fs: float, beats: np.ndarray, tile: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

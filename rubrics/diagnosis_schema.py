@@ -31,6 +31,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ecgtrace.errors import RubricError
+from ecgtrace.rubrics._graph_checks import DECISIONS, DIAGNOSE, RULE_OUT, check_references, reachability_problems
 from ecgtrace.rubrics.diagnosis_features import DECISION_FEATURE, FEATURES, WAVE_TARGETS, FeatureSpec, unit_factor
 from ecgtrace.rubrics.loading import builtin_dir, load_model, read_yaml, rubric_error
 
@@ -39,10 +40,7 @@ __all__ = [
     "LabelMap", "Requires", "distractor_wordings", "graph_problems", "load_diagnoses", "load_diagnosis", "unit_factor", "validate_diagnosis_file",
 ]
 
-#: Decision targets a branch may name besides a criterion id.
-DIAGNOSE = "diagnose"
-RULE_OUT = "rule_out"
-DECISIONS = (DIAGNOSE, RULE_OUT)
+#: Decision targets a branch may name besides a criterion id (DIAGNOSE, RULE_OUT, DECISIONS from _graph_checks).
 OPS = (">", ">=", "<", "<=", "==", "!=")
 
 
@@ -335,54 +333,7 @@ def graph_problems(graph: DiagnosisGraph) -> list[Problem]:
             _check_grounding(rule, loc + ("grounding", position), problems)
     if problems:
         return problems
-    problems.extend(_reachability_problems(graph))
-    return problems
-
-
-def _successors(graph: DiagnosisGraph, cid: str) -> list[str]:
-    crit = graph.criteria[cid]
-    return [t for t in (crit.if_present, crit.if_absent) if t in graph.criteria]
-
-
-def _reachability_problems(graph: DiagnosisGraph) -> list[Problem]:
-    problems: list[Problem] = []
-    # cycles: iterative DFS with colours
-    colour: dict[str, int] = {}
-    for root in graph.criteria:
-        if colour.get(root):
-            continue
-        stack: list[tuple[str, list[str]]] = [(root, _successors(graph, root))]
-        trail = [root]
-        colour[root] = 1
-        while stack:
-            node, pending = stack[-1]
-            if not pending:
-                colour[node] = 2
-                stack.pop()
-                trail.pop()
-                continue
-            nxt = pending.pop(0)
-            if colour.get(nxt) == 1:
-                cycle = trail[trail.index(nxt):] + [nxt]
-                problems.append((("criteria", node), f"cycle: {' -> '.join(cycle)}"))
-                return problems
-            if not colour.get(nxt):
-                colour[nxt] = 1
-                trail.append(nxt)
-                stack.append((nxt, _successors(graph, nxt)))
-    seen = {graph.start}
-    frontier = [graph.start]
-    while frontier:
-        for nxt in _successors(graph, frontier.pop()):
-            if nxt not in seen:
-                seen.add(nxt)
-                frontier.append(nxt)
-    for cid in graph.criteria:
-        if cid not in seen:
-            problems.append((("criteria", cid), f"unreachable node: no branch leads to {cid!r} from start {graph.start!r}"))
-    decisions = {t for cid in seen for t in (graph.criteria[cid].if_present, graph.criteria[cid].if_absent) if t in DECISIONS}
-    if DIAGNOSE not in decisions:
-        problems.append((("start",), f"no path from start reaches {DIAGNOSE!r}"))
+    problems.extend(reachability_problems(graph))
     return problems
 
 
@@ -435,44 +386,5 @@ def load_diagnoses(dir: str | os.PathLike[str] | None = None) -> dict[str, Diagn
     for path in sorted(folder.glob("*.yaml")):
         graph = load_diagnosis(path)
         graphs[graph.id] = graph
-    _check_references(graphs)
+    check_references(graphs)
     return graphs
-
-
-def diagnosis_references(node: Any, loc: tuple[Any, ...] = ()) -> list[tuple[tuple[Any, ...], str]]:
-    """``(location, graph id)`` of every finding leaf under ``node`` that names another diagnosis."""
-    if not isinstance(node, dict):
-        return []
-    if node.get("feature") == DECISION_FEATURE:
-        return [(loc + ("diagnosis",), str(node.get("diagnosis")))]
-    out: list[tuple[tuple[Any, ...], str]] = []
-    for key in ("all", "any"):
-        for position, child in enumerate(node.get(key) or []):
-            out += diagnosis_references(child, loc + (key, position))
-    if "not" in node:
-        out += diagnosis_references(node["not"], loc + ("not",))
-    return out
-
-
-def _check_references(graphs: dict[str, DiagnosisGraph]) -> None:
-    """Every named diagnosis exists in the same folder, and no graph reaches itself through them."""
-    edges: dict[str, set[str]] = {}
-    for gid, graph in graphs.items():
-        edges[gid] = set()
-        for cid, crit in graph.criteria.items():
-            for loc, target in diagnosis_references(crit.finding, ("criteria", cid, "finding")):
-                if target not in graphs or target == gid:
-                    _, lines = read_yaml(graph.source or "")
-                    why = "names itself" if target == gid else f"names unknown diagnosis {target!r} (graphs: {', '.join(sorted(graphs))})"
-                    raise rubric_error(graph.source or gid, lines, loc, why)
-                edges[gid].add(target)
-    for gid in graphs:  # reference cycles: a depth-first walk from each graph
-        stack, seen = [gid], set()
-        while stack:
-            node = stack.pop()
-            for nxt in edges[node]:
-                if nxt == gid:
-                    raise RubricError(f"{graphs[gid].source}: diagnosis references form a cycle through {node!r} back to {gid!r}")
-                if nxt not in seen:
-                    seen.add(nxt)
-                    stack.append(nxt)

@@ -33,7 +33,7 @@ class LeadFiducials:
     points: dict[str, np.ndarray]
     amplitudes_mv: dict[str, np.ndarray]
     p_present: np.ndarray
-    p_wave: dict[str, Any] = field(default_factory=dict)  # the lead-level P decision (see _delineate.p_wave_rule)
+    p_wave: dict[str, Any] = field(default_factory=dict)  # the lead-level P decision (see _delineate_p.p_wave_rule)
     times_ms: dict[str, np.ndarray] = field(default_factory=dict)
     morphology: dict[str, np.ndarray] = field(default_factory=dict)
 

@@ -13,7 +13,7 @@ given, the peaks found by a small multi-lead detector inside the window.
   median over beats and lists the beats (R-peak sample indices) it came from.
 * Multi-lead rules in :func:`delineate`: P waves are kept in every lead when at
   least a quarter of the leads (at least one) show them clearly
-  (:func:`~ecgtrace.tools._delineate.p_wave_rule`), removed everywhere
+  (:func:`~ecgtrace.tools._delineate_p.p_wave_rule`), removed everywhere
   otherwise (AF); with 3+ leads, a boundary more than ``CROSS_LEAD_LIMIT_MS``
   from the median of the leads is moved to that median.
 * :func:`write_waves`: the fiducials as a WFDB annotation file in the QT
@@ -33,7 +33,8 @@ import numpy as np
 
 from ecgtrace.errors import EcgTraceError
 from ecgtrace.tools._atrial import atrial_activity
-from ecgtrace.tools._delineate import AMPLITUDES, POINTS, SIGNAL_KEYS, DelineationParams, clear_p_marks, delineate_lead, p_wave_rule, preprocess
+from ecgtrace.tools._delineate import AMPLITUDES, POINTS, SIGNAL_KEYS, DelineationParams, delineate_lead, preprocess
+from ecgtrace.tools._delineate_p import clear_p_marks, p_wave_rule
 from ecgtrace.tools._delineate_measures import LeadMeasurements, WindowMeasurements, measure_delineation
 from ecgtrace.tools._delineate_waves import global_j_point, lead_morphology, pathological_q
 from ecgtrace.tools._delineation import INTERNAL_FS_HZ, Delineation, LeadFiducials, marks_to_record, to_internal
@@ -271,6 +272,7 @@ def measure_window(window: SignalWindow, beat_samples: np.ndarray | None = None,
 
 
 __all__ = [
+    "INTERNAL_FS_HZ",
     "Delineation",
     "DelineationParams",
     "LeadFiducials",
