@@ -1,0 +1,111 @@
+"""Escape beats and rhythms, asystole and sustained atrial tachycardia from a classified beat stream.
+
+Rules (the synthetic holtercare schedule and MIT-BIH's ``j``/``E`` beats and
+``(NOD``/``(IVR`` notes are the arbiters; times in s, rates in bpm):
+
+- **Escape beat**: a beat that ends an RR at least ``escape_rr_ratio`` x the
+  median of the 8 RR intervals before it (it is late, not premature) and is
+  either ventricular (class V, or symbol ``E``: ``ventricular_escape``) or
+  junctional (symbol ``j``, or class N with no P wave when ``p_wave_present``
+  is given: ``junctional_escape``). Reference symbols ``j``/``E`` decide by
+  themselves. An isolated escape beat is an event; 3 or more in a row are a rhythm.
+- **Junctional rhythm**: ``escape_rhythm_min_beats`` or more consecutive
+  junctional beats (symbol ``j``, or N without P) at ``junctional_rate_bpm``.
+- **Ventricular escape rhythm**: 3 or more consecutive V beats slower than
+  ``ventricular_escape_max_bpm`` (faster V runs are ``ivr``/``vt``).
+- **Asystole**: an RR longer than ``asystole_min_s`` (3 s) that overlaps no
+  artifact span and no no-QRS rhythm (VF, VFL); it is also a ``pause``.
+- **Atrial tachycardia**: an S run that lasts at least ``at_min_s`` (sustained);
+  it is also reported as the ``svt`` (or ``s_run``) it is.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+DEFAULT_ESCAPE_PARAMS: dict[str, Any] = {
+    "escape_rr_ratio": 1.4,
+    "escape_rhythm_min_beats": 3,
+    "junctional_rate_bpm": (35.0, 65.0),
+    "ventricular_escape_max_bpm": 50.0,
+    "asystole_min_s": 3.0,
+    "at_min_s": 30.0,
+}
+
+
+def late_beats(samples: np.ndarray, ratio: float, normal: np.ndarray) -> np.ndarray:
+    """True where a beat ends an RR >= ``ratio`` x the median of the (up to) 8 N-to-N RR intervals before it."""
+    n = samples.size
+    late = np.zeros(n, bool)
+    if n < 3:
+        return late
+    rr = np.diff(samples).astype(np.float64)
+    nn = normal[1:] & normal[:-1]
+    idx = np.flatnonzero(nn)
+    for i in range(1, rr.size):
+        prior = idx[np.searchsorted(idx, i) - 8 : np.searchsorted(idx, i)] if np.searchsorted(idx, i) >= 8 else idx[: np.searchsorted(idx, i)]
+        if prior.size:
+            late[i + 1] = rr[i] >= ratio * np.median(rr[prior])
+    return late
+
+
+def escape_flags(samples: np.ndarray, classes: np.ndarray, symbols: np.ndarray | None, p_wave_present: np.ndarray | None, p: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+    """(junctional, ventricular) escape-type beats: by reference symbol when given, else late V / late N without P."""
+    if symbols is not None:
+        sym = np.asarray(symbols).astype(str)
+        return sym == "j", sym == "E"
+    late = late_beats(samples, p["escape_rr_ratio"], classes == "N")
+    is_v = classes == "V"
+    isolated = is_v & ~np.concatenate([[False], is_v[:-1]]) & ~np.concatenate([is_v[1:], [False]])
+    ventricular = late & isolated
+    junctional = late & (classes == "N") & (~np.asarray(p_wave_present, bool) if p_wave_present is not None else False)
+    return junctional, ventricular
+
+
+def junctional_beats(samples: np.ndarray, classes: np.ndarray, symbols: np.ndarray | None, p_wave_present: np.ndarray | None) -> np.ndarray:
+    """Beats of junctional origin: symbol ``j``; without symbols, N beats without a P wave (when P evidence exists)."""
+    if symbols is not None:
+        return np.asarray(symbols).astype(str) == "j"
+    if p_wave_present is None:
+        return np.zeros(samples.size, bool)
+    return (classes == "N") & ~np.asarray(p_wave_present, bool)
+
+
+def _runs(flags: np.ndarray) -> list[tuple[int, int]]:
+    out, i, n = [], 0, flags.size
+    while i < n:
+        if flags[i]:
+            j = i
+            while j + 1 < n and flags[j + 1]:
+                j += 1
+            out.append((i, j))
+            i = j + 1
+        else:
+            i += 1
+    return out
+
+
+def _rate_bpm(samples: np.ndarray, a: int, b: int, fs_hz: float) -> float:
+    span = (samples[b] - samples[a]) / fs_hz
+    return 60.0 * (b - a) / span if span > 0 else float("inf")
+
+
+def escape_events(samples: np.ndarray, classes: np.ndarray, fs_hz: float, symbols: np.ndarray | None, p_wave_present: np.ndarray | None, p: dict[str, Any]) -> tuple[list[tuple[str, int, int]], np.ndarray]:
+    """Escape beats and junctional rhythm as ``(kind, first, last)``; also the mask of beats they use (not PVCs then)."""
+    junc_escape, vent_escape = escape_flags(samples, classes, symbols, p_wave_present, p)
+    junc = junctional_beats(samples, classes, symbols, p_wave_present)
+    events: list[tuple[str, int, int]] = []
+    used = np.zeros(samples.size, bool)
+    lo, hi = p["junctional_rate_bpm"]
+    for a, b in _runs(junc):
+        if b - a + 1 >= p["escape_rhythm_min_beats"] and lo <= _rate_bpm(samples, a, b, fs_hz) <= hi:
+            events.append(("junctional_rhythm", a, b))
+            used[a : b + 1] = True
+    for kind, flags in (("junctional_escape", junc_escape), ("ventricular_escape", vent_escape)):
+        for a, b in _runs(flags & ~used):
+            if b == a:  # isolated; runs of escape V beats are ventricular escape rhythm (from the V runs)
+                events.append((kind, a, a))
+                used[a] = True
+    return events, used
