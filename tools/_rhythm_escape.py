@@ -10,7 +10,7 @@ Rules (the synthetic holtercare schedule and MIT-BIH's ``j``/``E`` beats and
   is given: ``junctional_escape``). Reference symbols ``j``/``E`` decide by
   themselves. An isolated escape beat is an event; 3 or more in a row are a rhythm.
 - **Junctional rhythm**: ``escape_rhythm_min_beats`` or more consecutive
-  junctional beats (symbol ``j``, or N without P) at ``junctional_rate_bpm``.
+  junctional beats (symbol ``j``, or N without P) at ``junctional_min_bpm``-``junctional_max_bpm``.
 - **Ventricular escape rhythm**: 3 or more consecutive V beats slower than
   ``ventricular_escape_max_bpm`` (faster V runs are ``ivr``/``vt``).
 - **Asystole**: an RR longer than ``asystole_min_s`` (3 s) that overlaps no
@@ -28,7 +28,8 @@ import numpy as np
 DEFAULT_ESCAPE_PARAMS: dict[str, Any] = {
     "escape_rr_ratio": 1.4,
     "escape_rhythm_min_beats": 3,
-    "junctional_rate_bpm": (35.0, 65.0),
+    "junctional_min_bpm": 35.0,
+    "junctional_max_bpm": 65.0,
     "ventricular_escape_max_bpm": 50.0,
     "asystole_min_s": 3.0,
     "at_min_s": 30.0,
@@ -98,7 +99,7 @@ def escape_events(samples: np.ndarray, classes: np.ndarray, fs_hz: float, symbol
     junc = junctional_beats(samples, classes, symbols, p_wave_present)
     events: list[tuple[str, int, int]] = []
     used = np.zeros(samples.size, bool)
-    lo, hi = p["junctional_rate_bpm"]
+    lo, hi = p["junctional_min_bpm"], p["junctional_max_bpm"]
     for a, b in _runs(junc):
         if b - a + 1 >= p["escape_rhythm_min_beats"] and lo <= _rate_bpm(samples, a, b, fs_hz) <= hi:
             events.append(("junctional_rhythm", a, b))
