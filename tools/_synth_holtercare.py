@@ -125,8 +125,9 @@ def emit_event(w: _Walker, event: Event, base_rr: float) -> None:
         w.marker(start, "+", f"({note}")
         w.wave_spans.append((kind, start, stop, p))
         event.params["onset_s"], event.params["offset_s"] = start, stop
+        w.marker(stop, "+", "(N")  # the rhythm interval ends with the waves
         w.t_s = stop
-        w.emit(base_rr * 1.2, "N", "N", NORMAL_PR_MS)  # the marker above makes this beat's rhythm a change to (N
+        w.emit(base_rr * 1.2, "N", "N", NORMAL_PR_MS)
     elif kind == "asystole":
         w.emit(w.sinus_rr(60.0 / base_rr), "N", "N", NORMAL_PR_MS, event)
         w.emit(p["asystole_s"], "N", "N", NORMAL_PR_MS, event)
@@ -166,12 +167,12 @@ def _second_degree(w: _Walker, event: Event, base_rr: float, note: str) -> None:
     from ecgtrace.tools._synth_schedule import NORMAL_PR_MS
 
     kind, p = event.kind, event.params
-    pp = base_rr
+    pp = base_rr  # sinus P-P stays regular; only AV conduction fails
     prs = [MOBITZ2_PR_MS] if kind == "avb_2to1" else ([MOBITZ2_PR_MS] * p["conducted"] if kind == "avb2_mobitz2" else list(MOBITZ1_PR_MS[: p["conducted"]]))
     sequence: list[float | None] = []
     for _ in range(p["cycles"]):
         sequence += [*prs, None]
-    sequence.append(NORMAL_PR_MS)  # conduction recovers
+    sequence.append(prs[0])  # the beat after the last blocked P conducts like the first of a cycle; then sinus PR again
     last = w.beats[-1] if w.beats else None
     p_onset = w.t_s - 0.045 - ((last.pr_ms if last is not None and last.pr_ms > 0 else NORMAL_PR_MS) / 1000.0)
     first_drop = None

@@ -326,11 +326,13 @@ def _pause_events(samples: np.ndarray, spans: Sequence[tuple[int, int]], no_qrs:
 
 
 def _span_events(samples: np.ndarray, known: Sequence[dict[str, Any]], fs_hz: float, prov: dict[str, Any]) -> list[dict[str, Any]]:
-    """Given episodes (AFL, VFL, VF) as events bounded by their span; beats inside are counted."""
+    """Given episodes (AFL, VFL, VF) as events: bounded by their first and last beat (AFL), or by the span (no QRS)."""
     out = []
     for r in known:
         s0, s1 = int(r["onset_sample"]), int(r["offset_sample"])
-        lo, hi = np.searchsorted(samples, [s0, s1 + 1])
+        lo, hi = np.searchsorted(samples, [s0, s1])  # beats in [s0, s1): a rhythm note's interval ends where the next begins
+        if r["kind"] not in NO_QRS_SPAN_KINDS and hi > lo:
+            s0, s1 = int(samples[lo]), int(samples[hi - 1])
         out.append({"kind": r["kind"], "onset_sample": s0, "offset_sample": s1, "onset_ms": int(round(s0 * 1000.0 / fs_hz)),
                     "offset_ms": int(round(s1 * 1000.0 / fs_hz)), "n_beats": int(hi - lo), "rate_bpm": None, "lead": None,
                     "first_beat": int(lo) if hi > lo else None, "last_beat": int(hi - 1) if hi > lo else None,
