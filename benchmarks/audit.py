@@ -32,9 +32,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ecgtrace.agents.audit_format import load_audit  # noqa: E402
-from ecgtrace.agents.examinees import OpenAIExaminee, OracleExaminee  # noqa: E402
-from ecgtrace.agents.examiner import build_request, format_prompt, plan_turns, render_answer  # noqa: E402
+from ecgtrace.agents.audit.format import load_audit  # noqa: E402
+from ecgtrace.agents.exam.examinees import OpenAIExaminee, OracleExaminee  # noqa: E402
+from ecgtrace.agents.audit.examiner import build_request, format_prompt, plan_turns, render_answer  # noqa: E402
 from ecgtrace.graphs.audit_runner import run_audit  # noqa: E402
 from ecgtrace.runlog import RunDir  # noqa: E402
 from tests.support.audit_items import write_audit  # noqa: E402

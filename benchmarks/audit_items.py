@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from ecgtrace.agents.audit_builder import build_record
+    from ecgtrace.agents.audit.builder import build_record
     from ecgtrace.errors import EcgTraceError
     from ecgtrace.jsonio import write_json_atomic
     from ecgtrace.rubrics.diagnosis_schema import load_diagnoses

@@ -25,7 +25,7 @@ def main() -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from ecgtrace.agents.dataset import write_dataset
+    from ecgtrace.agents.holter.dataset import write_dataset
     from ecgtrace.graphs.holter_build import _versions
     from ecgtrace.graphs.holter_qa import graph
 

@@ -17,9 +17,9 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from ecgtrace.agents._workers import drain
-from ecgtrace.agents.audit_format import AuditItem, AuditSet
-from ecgtrace.agents.examinees import Examinee
+from ecgtrace.agents.exam.workers import drain
+from ecgtrace.agents.audit.format import AuditItem, AuditSet
+from ecgtrace.agents.exam.examinees import Examinee
 from ecgtrace.graphs.reasoning_audit import AuditContext, build_graph
 from ecgtrace.metrics import summarize
 from ecgtrace.runlog import RunDir

@@ -3,7 +3,7 @@
 Each record runs :func:`ecgtrace.graphs.holter_qa.run_record` in a worker
 process (its own SQLite checkpoint file, so no shared writer), then the
 per-record parts are assembled into ``qa.jsonl`` and ``manifest.json``
-(:mod:`ecgtrace.agents.dataset`). Rerunning the same command resumes crashed
+(:mod:`ecgtrace.agents.holter.dataset`). Rerunning the same command resumes crashed
 records from their checkpoint and reuses finished ones.
 """
 
@@ -21,7 +21,7 @@ from ecgtrace.graphs.holter_qa import GRAPH_VERSION, BuildOptions, run_record, t
 
 def _versions(options: BuildOptions) -> dict[str, Any]:
     from ecgtrace import __version__
-    from ecgtrace.agents import annotator, dataset, modalities, verifier, writer
+    from ecgtrace.agents.holter import annotator, dataset, assets as modalities, verifier, writer
 
     versions: dict[str, Any] = {"ecgtrace": __version__, "graph": GRAPH_VERSION, "annotator": annotator.ANNOTATOR_VERSION, "writer": writer.WRITER_VERSION,
                                 "verifier": verifier.VERIFIER_VERSION, "modalities": modalities.MODALITIES_VERSION, "dataset": dataset.DATASET_VERSION,
@@ -43,11 +43,11 @@ def build_dataset(records: list[str], out_dir: str | os.PathLike[str], options: 
     """Build (or resume) the dataset of ``records`` into ``out_dir``; returns the manifest."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from ecgtrace.agents.dataset import write_dataset
+    from ecgtrace.agents.holter.dataset import write_dataset
 
     out = str(Path(out_dir).resolve())
     templates_for(options)  # fail early on a bad template or a missing record, before any worker starts
-    from ecgtrace.agents.annotator import resolve
+    from ecgtrace.agents.holter.annotator import resolve
     from ecgtrace.errors import RecordError
 
     for record in records:
@@ -79,8 +79,8 @@ def build_dataset(records: list[str], out_dir: str | os.PathLike[str], options: 
         refs.append(part["record"])
     manifest = write_dataset(items, dropped, refs, out, seed=int(options.get("seed", 0)), versions=_versions(options),
                              dev_fraction=dev_fraction)
-    if audit and importlib.util.find_spec("ecgtrace.agents.audit_builder") is not None:
-        from ecgtrace.agents.audit_builder import write_audit_dataset
+    if audit and importlib.util.find_spec("ecgtrace.agents.audit.builder") is not None:
+        from ecgtrace.agents.audit.builder import write_audit_dataset
 
         if console is not None:
             console.print("writing audit.jsonl (reasoning-audit items) ...")

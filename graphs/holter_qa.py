@@ -23,8 +23,8 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Send
 
-from ecgtrace.agents import annotator, planner, verifier, writer
-from ecgtrace.agents.holter_facts import load_facts
+from ecgtrace.agents.holter import annotator, planner, verifier, writer
+from ecgtrace.agents.holter.facts import load_facts
 from ecgtrace.errors import ModelError
 from ecgtrace.jsonio import safe_join, write_json_atomic
 from ecgtrace.rubrics.template_schema import QATemplate, load_templates
@@ -125,8 +125,8 @@ def verify_node(state: HolterQAState) -> dict[str, Any]:
 def paraphrase_node(state: HolterQAState, config: RunnableConfig) -> dict[str, Any]:
     if not state["options"].get("paraphrase"):
         return {}
-    from ecgtrace.agents import paraphraser
-    from ecgtrace.agents.holter_report import DIAGNOSIS_LABELS, LABELS
+    from ecgtrace.agents.holter import paraphraser
+    from ecgtrace.agents.holter.report import DIAGNOSIS_LABELS, LABELS
 
     model = ((config or {}).get("configurable") or {}).get("paraphrase_model")
     if model is None:
@@ -139,7 +139,7 @@ def paraphrase_node(state: HolterQAState, config: RunnableConfig) -> dict[str, A
 
 
 def render_node(state: HolterQAState) -> dict[str, Any]:
-    from ecgtrace.agents.modalities import render_items
+    from ecgtrace.agents.holter.assets import render_items
 
     _maybe_fail("render")
     modalities = state["options"].get("modalities") or ["text", "image"]

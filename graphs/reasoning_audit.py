@@ -33,8 +33,8 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
-from ecgtrace.agents.examinees import Examinee, Reply, make_examinee
-from ecgtrace.agents.examiner import (
+from ecgtrace.agents.exam.examinees import Examinee, Reply, make_examinee
+from ecgtrace.agents.audit.examiner import (
     MODES,
     build_request,
     format_prompt,

@@ -1,6 +1,6 @@
 """The feature vocabulary of diagnosis graphs: names, canonical units, scope, unit conversion.
 
-The audit builder (:mod:`ecgtrace.agents._audit_features`) computes exactly
+The audit builder (:mod:`ecgtrace.agents.audit._features`) computes exactly
 these names in these units; a graph threshold may be written in any unit of the
 same family (``2 s`` for ``max_rr_ms``, ``-70 uV`` for ``st_j60_mv``, ``2440
 mm*ms`` for ``cornell_product_mvs``) and is converted, never ignored.

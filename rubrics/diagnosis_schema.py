@@ -12,7 +12,7 @@ measured features, with thresholds **and units**::
 
 and two branches, ``if_present`` and ``if_absent``, each naming the next
 criterion or one of the decisions ``diagnose`` / ``rule_out``. The evaluation
-engine (:mod:`ecgtrace.agents.diagnosis_engine`) walks the graph on a feature
+engine (:mod:`ecgtrace.agents.audit.engine`) walks the graph on a feature
 dict and returns the ground-truth path; it does not care which set (ambulatory
 or 12-lead) a graph belongs to, so adding a diagnosis is only a YAML file.
 
@@ -61,7 +61,7 @@ class GroundingRule(_Strict):
     Lead rules only: a threshold with a lead within ``margin`` (``unit``) of it
     is not asked; ``values`` are other thresholds to ask with (``{value}`` in
     the texts); ``complement_questions`` ask for the leads where the predicate
-    does not hold (see :mod:`ecgtrace.agents._audit_leads`).
+    does not hold (see :mod:`ecgtrace.agents.audit._leads`).
     """
 
     kind: Literal["lead", "wave", "measurement"]

@@ -27,9 +27,9 @@ def run(args: argparse.Namespace) -> int:
 
     from rich.console import Console
 
-    from ecgtrace.agents.audit_format import load_audit
-    from ecgtrace.agents.examinees import make_examinee
-    from ecgtrace.agents.examiner import PROMPT_VERSION, check_assets
+    from ecgtrace.agents.audit.format import load_audit
+    from ecgtrace.agents.exam.examinees import make_examinee
+    from ecgtrace.agents.audit.examiner import PROMPT_VERSION, check_assets
     from ecgtrace.errors import EcgTraceError
     from ecgtrace.graphs.audit_runner import run_audit
     from ecgtrace.runlog import RunDir

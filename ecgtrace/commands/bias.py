@@ -29,7 +29,7 @@ def _rate(value, chance) -> str:  # noqa: ANN001
 def run(args: argparse.Namespace) -> int:
     import json
 
-    from ecgtrace.bias import probe
+    from ecgtrace.agents.exam.bias import probe
     from ecgtrace.errors import EcgTraceError
 
     if not 0 < args.alpha < 1:

@@ -30,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
     if kind_a != kind_b:
         raise RunError(f"cannot compare a {kind_a} run ({args.run_a}) with a {kind_b} run ({args.run_b})")
     if kind_a == "qa":
-        from ecgtrace.agents.qa_results import compare_qa
+        from ecgtrace.agents.exam.qa_results import compare_qa
 
         result = compare_qa(rows_a, rows_b)
     else:

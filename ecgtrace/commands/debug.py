@@ -27,7 +27,7 @@ def run(args: argparse.Namespace) -> int:
     from rich.markup import escape
     from rich.panel import Panel
 
-    from ecgtrace.debugger import load_debug_sample, options_text
+    from ecgtrace.views.debugger import load_debug_sample, options_text
     from ecgtrace.errors import EcgTraceError
 
     console = Console(emoji=False, highlight=False)
@@ -102,8 +102,8 @@ def _reask(console, sample, turn_index: int, args: argparse.Namespace) -> int:  
     from rich.table import Table
     from rich.text import Text
 
-    from ecgtrace.agents.examinees import Examinee, Reply, make_examinee
-    from ecgtrace.debugger import options_text, reask_turn_sync
+    from ecgtrace.agents.exam.examinees import Examinee, Reply, make_examinee
+    from ecgtrace.views.debugger import options_text, reask_turn_sync
     from ecgtrace.errors import EcgTraceError
 
     if args.human:

@@ -26,8 +26,8 @@ def run(args: argparse.Namespace) -> int:
 
     from rich.console import Console
 
-    from ecgtrace.agents.examinees import make_examinee
-    from ecgtrace.agents.qa_runner import check_modality, identity_for, load_qa, run_qa
+    from ecgtrace.agents.exam.examinees import make_examinee
+    from ecgtrace.agents.exam.qa_runner import check_modality, identity_for, load_qa, run_qa
     from ecgtrace.errors import EcgTraceError
     from ecgtrace.runlog import RunDir
 

@@ -16,7 +16,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ecgtrace.errors import EcgTraceError
-    from ecgtrace.report_html import build_report
+    from ecgtrace.views.report_html import build_report
 
     if args.max_images < 0 or args.open < 0:
         raise EcgTraceError("--max-images and --open must be >= 0")

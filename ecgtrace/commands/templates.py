@@ -63,8 +63,8 @@ def run(args: argparse.Namespace) -> int:
     # preview
     import tempfile
 
-    from ecgtrace.agents import annotator, planner, verifier, writer
-    from ecgtrace.agents.holter_facts import load_facts
+    from ecgtrace.agents.holter import annotator, planner, verifier, writer
+    from ecgtrace.agents.holter.facts import load_facts
     from ecgtrace.jsonio import to_json_text
     from ecgtrace.rubrics.template_schema import load_template
 

@@ -19,9 +19,9 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from ecgtrace.agents.audit_format import load_audit  # noqa: E402
-from ecgtrace.agents.examinees import Examinee, HumanExaminee, OracleExaminee, PriorExaminee, RandomExaminee, Reply  # noqa: E402
-from ecgtrace.agents.examiner import ecg_content, plan_turns, render_answer  # noqa: E402
+from ecgtrace.agents.audit.format import load_audit  # noqa: E402
+from ecgtrace.agents.exam.examinees import Examinee, HumanExaminee, OracleExaminee, PriorExaminee, RandomExaminee, Reply  # noqa: E402
+from ecgtrace.agents.audit.examiner import ecg_content, plan_turns, render_answer  # noqa: E402
 from ecgtrace.cli import main  # noqa: E402
 from ecgtrace.graphs import reasoning_audit  # noqa: E402
 from ecgtrace.graphs.audit_runner import run_audit  # noqa: E402

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ecgtrace.agents.diagnosis_engine import MissingFeature, evaluate, evaluate_predicate, grounding_leads
+from ecgtrace.agents.audit.engine import MissingFeature, evaluate, evaluate_predicate, grounding_leads
 from ecgtrace.errors import RubricError
 from ecgtrace.rubrics.diagnosis_schema import FEATURES, GroundingRule, load_diagnoses, load_diagnosis, validate_diagnosis_file
 from ecgtrace.rubrics.loading import builtin_dir
@@ -116,7 +116,7 @@ def test_malformed_graphs_give_precise_errors(name: str, line: int, field: str, 
 
 def test_every_criterion_can_be_asked_without_a_text_shortcut(graphs) -> None:
     """Wordings allow the correct option at every length rank (0..4 longer options), and Yes/No can be balanced."""
-    from ecgtrace.agents._audit_surface import criterion_choices
+    from ecgtrace.agents.audit._surface import criterion_choices
 
     for graph in graphs.values():
         for cid, crit in graph.criteria.items():
@@ -182,7 +182,7 @@ def test_lead_rule_thresholds_need_a_placeholder(tmp_path: Path) -> None:
 
 def test_every_wording_is_recognised_when_answered_verbatim(graphs) -> None:
     """The oracle answers with the option text: no wording may lose characters in the answer parser (e.g. 'mV*s')."""
-    from ecgtrace.agents.parsing import parse_answer
+    from ecgtrace.agents.exam.parsing import parse_answer
     from ecgtrace.rubrics.diagnosis_schema import distractor_wordings
 
     for graph in graphs.values():

@@ -11,7 +11,7 @@ import random
 from pathlib import Path
 from typing import Any
 
-from ecgtrace.agents.audit_format import DECISION_OPTIONS, AuditItem
+from ecgtrace.agents.audit.format import DECISION_OPTIONS, AuditItem
 
 DIAGNOSES = ("af", "avb1", "brady")
 LEADS = ["MLII", "V1", "V5"]

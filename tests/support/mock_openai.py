@@ -117,7 +117,7 @@ def audit_oracle(items: list[Any]) -> Policy:
     user messages in the request; ``items`` are AuditItem objects or their JSON
     and must differ in record id or window.
     """
-    from ecgtrace.agents.examiner import ecg_content, plan_turns
+    from ecgtrace.agents.audit.examiner import ecg_content, plan_turns
 
     table: dict[tuple[str, int, str], Any] = {}
     for item in items:
@@ -296,7 +296,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fault-rate", type=float, default=0.0)
     args = parser.parse_args(argv)
     if args.items:
-        from ecgtrace.agents.audit_format import load_audit
+        from ecgtrace.agents.audit.format import load_audit
 
         policy: Policy = audit_oracle(load_audit(args.items).items)
     else:

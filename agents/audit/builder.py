@@ -1,0 +1,389 @@
+"""Build reasoning-audit items: ground-truth reasoning paths measured from the signal.
+
+For each record and each diagnosis graph (``rubrics/diagnoses/*.yaml``):
+
+1. choose windows (the graph's ``window_s``, 10 s by default): windows where the
+   record's expert labels put the diagnosis, plus tiles spread over the record;
+2. compute the window's features: beats and classes from reference annotations
+   when the record has them (else the project's detectors), intervals and
+   amplitudes from :func:`ecgtrace.tools.measure.measure_window` on the window;
+3. evaluate the graph (:func:`ecgtrace.agents.audit.engine.evaluate`) to
+   get the ground-truth path;
+4. where the record has expert labels for this diagnosis, keep the window only
+   when the label agrees with the graph decision (ECG-Reasoning-Benchmark
+   protocol); every dropped window is counted with its reason;
+5. balance positives and negatives, write the questions
+   (:mod:`ecgtrace.agents.audit._questions`) as :class:`AuditItem` lines, and
+   balance their surface over the set (:mod:`ecgtrace.agents.audit._surface`:
+   the correct criterion is not the longest option, finding answers are half
+   Yes, half No), so that the answers cannot be read off the question text;
+   lead questions get thresholds and wordings whose answers are proper lead
+   subsets where the signal allows, and all-lead answers are kept only at the
+   rate of a uniform draw over lead subsets (:mod:`ecgtrace.agents.audit._leads`);
+   measurement answers are spread evenly over the option positions, never
+   offering a bin the finding rules out, and questions that could only answer
+   at an over-used edge are dropped (``balance_measurement_position``,
+   :func:`ecgtrace.agents.audit._questions.balance_measurement`).
+
+Deterministic: the same records, graphs and seed give a byte-identical
+``audit.jsonl`` (assets included).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import zlib
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ecgtrace.agents.audit._features import FEATURES_VERSION, BeatTable, WindowFeatures, window_features
+from ecgtrace.agents.audit._labels import record_labels
+from ecgtrace.agents.audit._leads import balance_leads
+from ecgtrace.agents.audit._questions import balance_measurement, build_loops
+from ecgtrace.agents.audit._surface import balance_surface
+from ecgtrace.agents.audit.format import YES_NO, AuditItem
+from ecgtrace.agents.audit.engine import ENGINE_VERSION, MissingFeature, evaluate
+from ecgtrace.errors import EcgTraceError
+from ecgtrace.rubrics.diagnosis_schema import DiagnosisGraph, load_diagnoses
+from ecgtrace.tools.records import RecordInfo, open_record, read_window
+
+BUILDER_VERSION = "4"
+METHOD = "ecgtrace.agents.audit_builder"
+KNOWN_DBS = ("mitdb", "ltafdb", "qtdb", "ludb", "ptbxl", "cinc2021_12lead", "vfdb", "cpsc2021", "svdb", "nsr2db")
+
+
+@dataclass
+class RecordBuild:
+    """Items of one record, with why windows were dropped and how labels agreed.
+
+    ``drops[diagnosis][reason]`` counts dropped windows. ``agreement[diagnosis]``
+    counts windows with an expert label: ``checked``, ``agreed``, and the
+    same split by expert label (``expert_yes``, ``expert_yes_agreed``,
+    ``expert_no``, ``expert_no_agreed``).
+    """
+
+    items: list[dict[str, Any]] = field(default_factory=list)
+    drops: dict[str, Counter] = field(default_factory=lambda: defaultdict(Counter))
+    agreement: dict[str, Counter] = field(default_factory=lambda: defaultdict(Counter))
+    disagreements: list[dict[str, Any]] = field(default_factory=list)
+    label_kind: str = "none"
+
+
+def _rng(seed: int, *parts: str) -> np.random.Generator:
+    return np.random.default_rng([int(seed), zlib.crc32(":".join(parts).encode("utf-8"))])
+
+
+def _db_name(info: RecordInfo, synthetic: bool) -> str:
+    if synthetic:
+        return "synthetic"
+    for parent in Path(info.path).parents:
+        if parent.name in KNOWN_DBS:
+            return parent.name
+    return Path(info.path).parent.name or "local"
+
+
+def _safe_id(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text)
+
+
+def beat_table(info: RecordInfo, annotation: str | None, cache_dir: Path | None) -> tuple[BeatTable, Any]:
+    """Reference beats (``<record>.<annotation>``, default ``atr`` when present), else detected ones."""
+    from ecgtrace.tools.annotations import read_reference_annotations
+
+    extension = annotation or "atr"
+    if annotation != "none" and Path(f"{info.path}.{extension}").is_file():
+        ref = read_reference_annotations(info.path, extension)
+        return BeatTable(ref.beat_samples, ref.beat_classes, ref.beat_symbols, ref.provenance), ref
+    if annotation not in (None, "none"):
+        raise EcgTraceError(f"{info.path}.{annotation}: annotation file not found")
+    from ecgtrace.tools.annotate import annotate_record
+
+    try:  # cache: ``cache_dir``, else annotate's default ($ECGTRACE_CACHE or beside the record), shared with `ecgtrace annotate`
+        ann = annotate_record(info.path, cache_dir=cache_dir, workers=1)
+    except (EcgTraceError, ImportError, OSError) as exc:  # no usable beat classifier: R peaks only, classes unknown
+        from ecgtrace.tools.beats import detect_beats
+
+        beats = detect_beats(info, workers=1)
+        classes = np.full(beats.samples.size, "N", dtype="<U1")
+        why = f"unknown ({type(exc).__name__}: {str(exc)[:120]})"
+        prov = {**beats.provenance, "params": {**beats.provenance.get("params", {}), "classes": why}}
+        return BeatTable(beats.samples, classes, None, prov, classes_known=False), None
+    return BeatTable(np.asarray(ann.beat_samples), np.asarray(ann.beat_classes), None, dict(ann.provenance)), None
+
+
+def _applicable(graph: DiagnosisGraph, info: RecordInfo) -> str | None:
+    leads = {lead.strip().upper() for lead in info.usable_leads}
+    if len(leads) < graph.requires.min_leads:
+        return f"not_applicable:needs_{graph.requires.min_leads}_leads"
+    missing = [lead for lead in graph.requires.leads if lead.strip().upper() not in leads]
+    return f"not_applicable:needs_lead_{missing[0]}" if missing else None
+
+
+def build_record(
+    record_path: str | os.PathLike[str],
+    *,
+    seed: int = 0,
+    annotation: str | None = None,
+    max_per_diagnosis: int = 4,
+    graphs: dict[str, DiagnosisGraph] | None = None,
+    diagnoses: list[str] | None = None,
+    cache_dir: str | os.PathLike[str] | None = None,
+) -> RecordBuild:
+    """Items (without assets) of one record; see :func:`build_audit_items`."""
+    info = open_record(record_path)
+    table, ref = beat_table(info, annotation, Path(cache_dir) if cache_dir else None)
+    labels = record_labels(record_path, info, ref)
+    graphs = graphs if graphs is not None else load_diagnoses()
+    wanted = [g for gid, g in sorted(graphs.items()) if diagnoses is None or gid in diagnoses]
+    out = RecordBuild(label_kind=labels.kind)
+    cache: dict[tuple[float, float], WindowFeatures | str] = {}
+    duration = info.duration_s
+    for graph in wanted:
+        reason = _applicable(graph, info)
+        if reason:
+            out.drops[graph.id][reason] += 1
+            continue
+        rng = _rng(seed, info.name, graph.id)
+        width = min(graph.window_s, duration)
+        mapped = labels.mapped(graph)
+        starts = labels.positive_windows(graph, width, rng, max_per_diagnosis) if mapped else []
+        tiles = [round(k * width, 2) for k in range(int(duration // width))]
+        starts += [tiles[int(i)] for i in rng.permutation(len(tiles))[: 4 * max_per_diagnosis]]
+        kept = {True: 0, False: 0}
+        seen: set[float] = set()
+        for t0 in starts:
+            if t0 in seen or t0 + width > duration + 1e-9:
+                continue
+            seen.add(t0)
+            if kept[True] >= max_per_diagnosis and kept[False] >= max_per_diagnosis:
+                break
+            item = _candidate(graph, info, table, labels, mapped, t0, t0 + width, kept, max_per_diagnosis, cache, out, seed)
+            if item is not None:
+                out.items.append(item)
+        _balance(out, graph.id, rng)
+    balance_surface(out.items, graphs, _rng(seed, info.name, "surface"))
+    balance_leads(out.items, graphs, _rng(seed, info.name, "leads"))
+    balance_measurement(out.items, _rng(seed, info.name, "measurement"))
+    return out
+
+
+def _candidate(graph, info, table, labels, mapped, t0, t1, kept, limit, cache, out: RecordBuild, seed) -> dict[str, Any] | None:
+    drops = out.drops[graph.id]
+    if any(b > t0 and a < t1 for a, b in labels.noise_spans_s):
+        drops["noise"] += 1
+        return None
+    expert = labels.label(graph, t0, t1) if mapped else None
+    if mapped and expert is None:
+        drops["label_ambiguous"] += 1
+        return None
+    if mapped and kept[bool(expert)] >= limit:
+        return None  # quota already full for this label: not examined
+    key = (round(t0, 3), round(t1, 3))
+    if key not in cache:
+        window = read_window(info, t0, t1)
+        wf = window_features(window, table)
+        cache[key] = wf if wf.features.get("n_beats", 0) >= 3 else "too_few_beats"
+    wf = cache[key]
+    if isinstance(wf, str):
+        drops[wf] += 1
+        return None
+    try:
+        path = evaluate(graph, wf.features)
+    except MissingFeature as exc:
+        drops[f"feature_unavailable:{exc.feature}"] += 1
+        return None
+    if mapped:
+        stats = out.agreement[graph.id]
+        side = "expert_yes" if expert else "expert_no"
+        stats["checked"] += 1
+        stats[side] += 1
+        if path.decision != expert:
+            drops[f"label_disagrees:{side}"] += 1
+            out.disagreements.append({"record": info.name, "diagnosis": graph.id, "t0_s": round(t0, 3), "expert": expert, "path": path.to_json()})
+            return None
+        stats["agreed"] += 1
+        stats[f"{side}_agreed"] += 1
+    if kept[path.decision] >= limit:
+        drops["balance"] += 1
+        return None
+    kept[path.decision] += 1
+    return _assemble(graph, info, labels, mapped, expert, wf, path, t0, t1, seed, table.provenance)
+
+
+def _assemble(graph, info, labels, mapped, expert, wf: WindowFeatures, path, t0, t1, seed, beats_provenance) -> dict[str, Any]:
+    db = _db_name(info, labels.kind == "synthetic")
+    item_id = _safe_id(f"{db}-{info.name}-{graph.id}-{int(round(t0 * 1000)):09d}")
+    qrng = _rng(seed, item_id, "questions")  # own stream: question wording never shifts which windows are chosen
+    loops, skipped, lead_entries, measure_entries = build_loops(graph, path, wf.features, wf.beats, list(info.usable_leads), t0, t1, qrng)
+    source = labels.source if mapped else "computed"
+    item = {
+        "id": item_id,
+        "record": {"db": db, "id": info.name, "path": str(info.path), "fs": float(info.fs_hz), "leads": list(info.leads), "duration_s": round(float(info.duration_s), 3)},
+        "window": {"t0_s": round(float(t0), 3), "t1_s": round(float(t1), 3)},
+        "diagnosis": graph.id,
+        "label": bool(path.decision),
+        "path_id": path.path_id,
+        "initial": {"question": graph.questions[int(qrng.integers(len(graph.questions)))], "options": list(YES_NO), "answer": YES_NO[0] if path.decision else YES_NO[1]},
+        "loops": loops,
+        "assets": {"image": None, "text": None},
+        "provenance": {
+            "source": source,
+            "method": METHOD,
+            "version": BUILDER_VERSION,
+            "params": {
+                "seed": int(seed),
+                "graph": {"id": graph.id, "version": graph.version, "set": graph.set},
+                "engine_version": ENGINE_VERSION,
+                "features_version": FEATURES_VERSION,
+                "label": {"source": source, "method": labels.method if mapped else "graph decision on measured features", "expert": expert},
+                "beats": beats_provenance,
+                "measurement": wf.measure_provenance,
+                "path": path.to_json(),
+                "features": {k: v for k, v in wf.features.items() if v is not None},
+                "grounding_skipped": skipped,
+                "lead_grounding": lead_entries,
+                "measurement_grounding": measure_entries,
+                "times": "wave options are seconds from the recording start (the assets' time axis)",
+            },
+        },
+    }
+    AuditItem.model_validate(item)  # a malformed item is a bug here, not the user's
+    return item
+
+
+def _balance(out: RecordBuild, diagnosis: str, rng: np.random.Generator) -> None:
+    """Keep as many negatives as positives (at least one negative when there is no positive)."""
+    mine = [k for k, item in enumerate(out.items) if item["diagnosis"] == diagnosis]
+    pos = [k for k in mine if out.items[k]["label"]]
+    neg = [k for k in mine if not out.items[k]["label"]]
+    for group, other in ((pos, neg), (neg, pos)):
+        allowed = max(len(other), 1)
+        if len(group) > allowed:
+            drop = set(group[int(i)] for i in rng.permutation(len(group))[allowed:])
+            out.drops[diagnosis]["balance"] += len(drop)
+            out.items[:] = [item for k, item in enumerate(out.items) if k not in drop]
+            return
+
+
+def render_item_assets(item: dict[str, Any], out_dir: str | os.PathLike[str]) -> dict[str, Any]:
+    """Write ``assets/<id>.png`` (ECG paper) and ``assets/<id>.txt`` (signal as text) for an item."""
+    from ecgtrace.jsonio import safe_join, write_text_atomic
+    from ecgtrace.tools.render import render_png, signal_to_text
+
+    info = open_record(item["record"]["path"], check_leads=False)
+    window = read_window(info, item["window"]["t0_s"], item["window"]["t1_s"])
+    image = safe_join(out_dir, "assets", f"{item['id']}.png")
+    text = safe_join(out_dir, "assets", f"{item['id']}.txt")
+    render_png(window, image)
+    write_text_atomic(text, signal_to_text(window, record=info.name))
+    item["assets"] = {"image": f"assets/{item['id']}.png", "text": f"assets/{item['id']}.txt"}
+    return item
+
+
+def build_audit_items(
+    record_path: str | os.PathLike[str],
+    *,
+    seed: int = 0,
+    annotation: str | None = None,
+    max_per_diagnosis: int = 4,
+    render_assets: bool = True,
+    out_dir: str | os.PathLike[str] | None = None,
+    diagnoses: list[str] | None = None,
+    graphs: dict[str, DiagnosisGraph] | None = None,
+) -> tuple[list[dict[str, Any]], dict[str, dict[str, int]]]:
+    """Audit items of one record and the count of dropped windows per diagnosis and reason.
+
+    Args:
+        record_path: WFDB record or EDF file.
+        seed: Same seed, same items.
+        annotation: Reference annotation extension (default: ``atr`` when the
+            file exists); ``"none"`` forces the project's detectors.
+        max_per_diagnosis: At most this many positive and this many negative
+            windows per diagnosis.
+        render_assets: Write the PNG and text of each window under ``out_dir/assets``.
+        out_dir: Folder for assets (required with ``render_assets``).
+        diagnoses: Only these graph ids (default: every graph that applies).
+        graphs: Graphs to use (default: the built-in ``rubrics/diagnoses``).
+
+    Returns:
+        ``(items, drops)``: items are plain-JSON :class:`AuditItem` dicts;
+        ``drops[diagnosis][reason]`` counts windows left out.
+    """
+    if render_assets and out_dir is None:
+        raise EcgTraceError("build_audit_items: render_assets needs out_dir")
+    built = build_record(record_path, seed=seed, annotation=annotation, max_per_diagnosis=max_per_diagnosis, graphs=graphs, diagnoses=diagnoses)
+    if render_assets:
+        for item in built.items:
+            render_item_assets(item, out_dir)  # type: ignore[arg-type]
+    return built.items, {d: dict(c) for d, c in sorted(built.drops.items()) if c}
+
+
+def write_audit_dataset(
+    records: list[str],
+    out_dir: str | os.PathLike[str],
+    *,
+    seed: int = 0,
+    max_per_diagnosis: int = 4,
+    diagnoses: list[str] | None = None,
+    render_assets: bool = True,
+) -> dict[str, Any]:
+    """Build items for every record, balance them per diagnosis, write ``out_dir/audit.jsonl`` (+ assets).
+
+    Negatives are capped at the number of positives per diagnosis (one negative
+    when there is no positive). A record that cannot be read is listed in
+    ``failed_records`` and skipped. Returns a plain-JSON summary (items per
+    diagnosis, drop reasons, agreement with expert labels), also written to
+    ``out_dir/audit_summary.json``.
+    """
+    from ecgtrace.jsonio import write_json_atomic, write_jsonl_atomic
+
+    out = Path(out_dir)
+    graphs = load_diagnoses()
+    items: list[dict[str, Any]] = []
+    drops: dict[str, Counter] = defaultdict(Counter)
+    agreement: dict[str, Counter] = defaultdict(Counter)
+    failed: list[str] = []
+    for record in records:
+        try:
+            built = build_record(record, seed=seed, max_per_diagnosis=max_per_diagnosis, graphs=graphs, diagnoses=diagnoses)
+        except EcgTraceError as exc:  # one unreadable record must not cost the others their items
+            failed.append(f"{record}: {exc}")
+            continue
+        items.extend(built.items)
+        for diagnosis, counter in built.drops.items():
+            drops[diagnosis].update(counter)
+        for diagnosis, counter in built.agreement.items():
+            agreement[diagnosis].update(counter)
+    merged = RecordBuild(items=items, drops=drops)
+    for diagnosis in sorted({item["diagnosis"] for item in items}):
+        _balance(merged, diagnosis, _rng(seed, "dataset", diagnosis))
+    items = sorted(merged.items, key=lambda item: item["id"])
+    balance_surface(items, graphs, _rng(seed, "dataset", "surface"))  # over the final set: per-record balance does not add up
+    balance_leads(items, graphs, _rng(seed, "dataset", "leads"))
+    balance_measurement(items, _rng(seed, "dataset", "measurement"))
+    if render_assets:
+        for item in items:
+            render_item_assets(item, out)
+    path = write_jsonl_atomic(out / "audit.jsonl", items)
+    per_diagnosis: dict[str, dict[str, int]] = {}
+    for item in items:
+        row = per_diagnosis.setdefault(item["diagnosis"], {"positive": 0, "negative": 0})
+        row["positive" if item["label"] else "negative"] += 1
+    summary = {
+        "path": str(path),
+        "n_items": len(items),
+        "n_records": len(records),
+        "seed": int(seed),
+        "per_diagnosis": dict(sorted(per_diagnosis.items())),
+        "drops": {d: dict(sorted(c.items())) for d, c in sorted(merged.drops.items()) if c},
+        "label_agreement": {d: dict(sorted(c.items())) for d, c in sorted(agreement.items())},
+        "failed_records": failed,
+        "provenance": {"source": "computed", "method": METHOD, "version": BUILDER_VERSION, "params": {"max_per_diagnosis": max_per_diagnosis, "diagnoses": diagnoses}},
+    }
+    write_json_atomic(out / "audit_summary.json", {**summary, "path": path.name})  # relative: the folder may move
+    return summary

@@ -1,0 +1,219 @@
+"""Shortcut probes: can a dataset's closed questions be answered without the ECG?
+
+For every closed question of ``qa.jsonl`` (items with ``options``) and of
+``audit.jsonl`` (every turn: initial, criterion, finding, grounding, decision)
+three probes are run, per task / stage, per diagnosis / finding, and overall:
+
+* **Answer position**: how often the answer is option A, B, C ... Expected
+  counts under a uniform placement are ``sum_q 1/n_q`` per position (questions
+  with fewer options contribute to fewer positions); chi-square goodness of
+  fit. Groups whose option list is the same fixed list for every question
+  (Yes/No, the decision options) are marked ``fixed_options``: there the
+  position *is* the answer class, so imbalance means label imbalance.
+* **Answer length**: is the answer the longest (shortest) option more often
+  than chance? A question whose longest options are ``L_q`` of ``n_q`` hits
+  with probability ``|L_q|/n_q`` under chance; the number of hits is
+  Poisson-binomial and the one-sided p-value ``P(X >= hits)`` is exact
+  (convolution of the binomials of each distinct probability).
+* **Text-only prior**: the ``prior`` examinee of
+  :mod:`ecgtrace.agents.exam.examinees` (sees option texts only) answers every
+  question; its accuracy is tested against chance (``1/n_q``; multi-select:
+  ``1/(2^n_q - 1)``, exact set) with the same exact one-sided test.
+
+* **Select all** (multi-select questions only): how often "every option" is
+  the exact answer, against ``1/(2^n_q - 1)``. A dataset where findings show in
+  every lead lets a text-only model answer lead questions this way; the
+  ``prior`` examinee (which picks one option) cannot reveal it.
+
+p-values are Holm-adjusted over every test in the report; a part of the
+dataset is **flagged** when an adjusted p is below ``alpha`` (default 0.05):
+``position``, ``longest``, ``shortest``, ``prior`` (text-only beats chance) or
+``select_all``.
+Groups with fewer than :data:`MIN_N` questions are reported but not tested.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ecgtrace.errors import EcgTraceError
+
+MIN_N = 5
+ALPHA = 0.05
+PROBES = ("position", "longest", "shortest", "prior", "select_all")
+
+
+# ------------------------------------------------------------------ questions
+
+def collect_questions(path: str | Path) -> list[dict[str, Any]]:
+    """Closed questions of ``qa.jsonl`` and ``audit.jsonl`` in ``path`` (a folder or one of the files)."""
+    target = Path(path)
+    files = [target] if target.is_file() else [p for p in (target / "qa.jsonl", target / "audit.jsonl") if p.is_file()]
+    if not files:
+        raise EcgTraceError(f"{target}: no qa.jsonl or audit.jsonl found")
+    questions: list[dict[str, Any]] = []
+    for file in files:
+        if file.name.startswith("audit") or _looks_like_audit(file):
+            from ecgtrace.agents.audit.format import load_audit
+            from ecgtrace.agents.audit.examiner import plan_turns
+
+            for item in load_audit(file).items:
+                for turn in plan_turns(item):
+                    task = f"audit:{turn['stage']}" + (f":{turn['kind']}" if turn.get("kind") else "")
+                    questions.append({"source": "audit", "id": f"{item.id}#{turn['index']}", "task": task, "finding": item.diagnosis,
+                                      "options": turn["options"], "answer": turn["answer"], "multi": turn["multi"]})
+        else:
+            from ecgtrace.agents.exam.qa_runner import finding_of, load_qa
+
+            for item in load_qa(file).items:
+                if item.get("options"):
+                    questions.append({"source": "qa", "id": item["id"], "task": str(item["task"]), "finding": finding_of(item),
+                                      "options": list(item["options"]), "answer": item["answer"], "multi": False})
+    return questions
+
+
+def _looks_like_audit(file: Path) -> bool:
+    with open(file, encoding="utf-8") as handle:
+        first = handle.readline()
+    return '"loops"' in first and '"initial"' in first
+
+
+# ------------------------------------------------------------------ statistics
+
+def poisson_binomial_sf(hits: int, probs: list[float]) -> float:
+    """``P(X >= hits)`` for X a sum of independent Bernoulli(p_i); exact."""
+    if hits <= 0:
+        return 1.0
+    from scipy.stats import binom
+
+    pmf = np.array([1.0])
+    counts: dict[float, int] = defaultdict(int)
+    for p in probs:
+        counts[round(float(p), 12)] += 1
+    for p, n in sorted(counts.items()):
+        pmf = np.convolve(pmf, binom.pmf(np.arange(n + 1), n, p))
+    return float(min(1.0, max(0.0, pmf[hits:].sum()))) if hits < pmf.size else 0.0
+
+
+def _position(questions: list[dict[str, Any]]) -> dict[str, Any]:
+    single = [q for q in questions if not q["multi"]]
+    width = max((len(q["options"]) for q in single), default=0)
+    observed = np.zeros(width)
+    expected = np.zeros(width)
+    for q in single:
+        observed[q["options"].index(q["answer"])] += 1
+        expected[: len(q["options"])] += 1.0 / len(q["options"])
+    fixed = len({tuple(q["options"]) for q in single}) == 1 and len(single) > 1
+    out: dict[str, Any] = {"n": len(single), "observed": [int(x) for x in observed], "expected": [round(float(x), 3) for x in expected],
+                           "fixed_options": fixed, "p": None}
+    keep = expected > 0
+    if len(single) >= MIN_N and keep.sum() >= 2:
+        from scipy.stats import chisquare
+
+        out["statistic"] = round(float(chisquare(observed[keep], expected[keep]).statistic), 6)
+        out["p"] = float(chisquare(observed[keep], expected[keep]).pvalue)
+    return out
+
+
+def _length(questions: list[dict[str, Any]], longest: bool) -> dict[str, Any]:
+    hits, probs = 0, []
+    for q in questions:
+        if q["multi"]:
+            continue
+        lengths = [len(o) for o in q["options"]]
+        target = max(lengths) if longest else min(lengths)
+        extreme = [o for o, n in zip(q["options"], lengths) if n == target]
+        if len(extreme) == len(q["options"]):
+            continue  # all options equally long: no information
+        probs.append(len(extreme) / len(q["options"]))
+        hits += q["answer"] in extreme
+    n = len(probs)
+    return {"n": n, "hits": hits, "rate": round(hits / n, 6) if n else None, "chance": round(sum(probs) / n, 6) if n else None,
+            "p": poisson_binomial_sf(hits, probs) if n >= MIN_N else None}
+
+
+def _select_all(questions: list[dict[str, Any]]) -> dict[str, Any]:
+    multi = [q for q in questions if q["multi"]]
+    hits = sum(1 for q in multi if sorted(q["answer"]) == sorted(q["options"]))
+    probs = [1.0 / (2 ** len(q["options"]) - 1) for q in multi]
+    n = len(multi)
+    return {"n": n, "hits": hits, "rate": round(hits / n, 6) if n else None, "chance": round(sum(probs) / n, 6) if n else None,
+            "p": poisson_binomial_sf(hits, probs) if n >= MIN_N else None}
+
+
+def prior_answers(questions: list[dict[str, Any]]) -> list[bool]:
+    """Whether the ``prior`` examinee (option texts only) answers each question correctly."""
+    from ecgtrace.agents.exam.examinees import PriorExaminee
+    from ecgtrace.agents.exam.parsing import is_correct, parse_answer
+
+    prior = PriorExaminee()
+
+    async def answers() -> list[Any]:
+        return [await prior.answer([], {"options": q["options"], "multi": q["multi"], "answer": q["answer"], "index": 0,
+                                        "sample_id": q["id"]}) for q in questions]
+
+    out = []
+    for q, reply in zip(questions, asyncio.run(answers())):
+        parsed = parse_answer(reply.raw, q["options"], q["multi"])
+        out.append(bool(parsed.ok and is_correct(parsed.value, q["answer"], q["multi"])))
+    return out
+
+
+def _prior(questions: list[dict[str, Any]]) -> dict[str, Any]:
+    hits = sum(1 for q in questions if q["prior_ok"])
+    probs = [1.0 / (2 ** len(q["options"]) - 1) if q["multi"] else 1.0 / len(q["options"]) for q in questions]
+    n = len(questions)
+    return {"n": n, "correct": hits, "accuracy": round(hits / n, 6) if n else None, "chance": round(sum(probs) / n, 6) if n else None,
+            "p": poisson_binomial_sf(hits, probs) if n >= MIN_N else None}
+
+
+def _holm(pvalues: list[float]) -> list[float]:
+    order = sorted(range(len(pvalues)), key=lambda i: pvalues[i])
+    adjusted = [0.0] * len(pvalues)
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (len(pvalues) - rank) * pvalues[i]))
+        adjusted[i] = running
+    return adjusted
+
+
+def probe(path: str | Path, *, alpha: float = ALPHA) -> dict[str, Any]:
+    """Run every probe on the dataset at ``path``; returns plain JSON (see the module docstring)."""
+    questions = collect_questions(path)
+    if not questions:
+        raise EcgTraceError(f"{path}: no closed questions to probe")
+    for q, ok in zip(questions, prior_answers(questions)):
+        q["prior_ok"] = ok
+    groups: list[dict[str, Any]] = []
+    for source in sorted({q["source"] for q in questions}):
+        mine = [q for q in questions if q["source"] == source]
+        parts: list[tuple[str, str, list[dict[str, Any]]]] = [("all", "all", mine)]
+        for by in ("task", "finding"):
+            buckets: dict[str, list[dict[str, Any]]] = defaultdict(list)
+            for q in mine:
+                if q.get(by):
+                    buckets[str(q[by])].append(q)
+            parts += [(by, name, buckets[name]) for name in sorted(buckets)]
+        for by, name, qs in parts:
+            groups.append({"source": source, "by": by, "group": name, "n": len(qs), "position": _position(qs),
+                           "longest": _length(qs, True), "shortest": _length(qs, False), "prior": _prior(qs),
+                           "select_all": _select_all(qs)})
+    tests = [(g, key) for g in groups for key in PROBES if g[key]["p"] is not None]
+    adjusted = _holm([g[key]["p"] for g, key in tests])
+    for g in groups:
+        g["flags"] = []
+    for (g, key), p_adj in zip(tests, adjusted):
+        g[key]["p"] = round(g[key]["p"], 8)
+        g[key]["p_holm"] = round(p_adj, 8)
+        significant = p_adj < alpha
+        if key == "prior":
+            significant = significant and g[key]["accuracy"] > g[key]["chance"]
+        if significant:
+            g["flags"].append(key)
+    return {"path": str(path), "alpha": alpha, "n_questions": len(questions), "n_tests": len(tests), "groups": groups,
+            "flagged": [f"{g['source']}:{g['by']}={g['group']}: {', '.join(g['flags'])}" for g in groups if g["flags"]]}
