@@ -56,11 +56,15 @@ def _overlaps(a: dict[str, Any], b: dict[str, Any], point: bool) -> bool:
     return a["onset_ms"] <= b["offset_ms"] and a["offset_ms"] >= b["onset_ms"]
 
 
+#: Subtypes that are also their parent kind (an atrial tachycardia is an svt, an asystole a pause).
+REF_ALIASES = {"svt": ("svt", "atrial_tachycardia"), "pause": ("pause", "asystole")}
+
+
 def episode_scores(reference: list[dict[str, Any]], events: list[dict[str, Any]], kinds: dict[str, tuple[str, ...]]) -> dict[str, dict[str, list[int]]]:
     """Per reference kind and duration bin: ``[found, reference, correct events, events]``."""
     out: dict[str, dict[str, list[int]]] = {}
     for ref_kind, det_kinds in kinds.items():
-        refs = [r for r in reference if r["kind"] == ref_kind]
+        refs = [r for r in reference if r["kind"] in REF_ALIASES.get(ref_kind, (ref_kind,))]
         dets = [e for e in events if e["kind"] in det_kinds]
         point = ref_kind in ("junctional_escape", "ventricular_escape", "blocked_pac")
         rows = out.setdefault(ref_kind, {b: [0, 0, 0, 0] for b in BINS})

@@ -93,9 +93,15 @@ def _rate_bpm(samples: np.ndarray, a: int, b: int, fs_hz: float) -> float:
     return 60.0 * (b - a) / span if span > 0 else float("inf")
 
 
-def escape_events(samples: np.ndarray, classes: np.ndarray, fs_hz: float, symbols: np.ndarray | None, p_wave_present: np.ndarray | None, p: dict[str, Any]) -> tuple[list[tuple[str, int, int]], np.ndarray]:
-    """Escape beats and junctional rhythm as ``(kind, first, last)``; also the mask of beats they use (not PVCs then)."""
+def escape_events(samples: np.ndarray, classes: np.ndarray, fs_hz: float, symbols: np.ndarray | None, p_wave_present: np.ndarray | None, p: dict[str, Any],
+                  irregular: np.ndarray | None = None) -> tuple[list[tuple[str, int, int]], np.ndarray]:
+    """Escape beats and junctional rhythm as ``(kind, first, last)``; also the mask of beats they use (not PVCs then).
+
+    ``irregular`` (AF, flutter) beats are never escape beats by lateness: a long RR there is the rhythm, not a sinus failure.
+    """
     junc_escape, vent_escape = escape_flags(samples, classes, symbols, p_wave_present, p)
+    if irregular is not None and symbols is None:
+        junc_escape, vent_escape = junc_escape & ~irregular, vent_escape & ~irregular
     junc = junctional_beats(samples, classes, symbols, p_wave_present)
     events: list[tuple[str, int, int]] = []
     used = np.zeros(samples.size, bool)

@@ -277,7 +277,7 @@ def detect_events(
     in_span = _mask_in_spans(samples, [(int(r["onset_sample"]), int(r["offset_sample"])) for r in known])
     # AF and flutter beats lack a P wave for another reason: they count as having one (never junctional)
     p_or_excused = None if p_wave_present is None else np.asarray(p_wave_present, bool) | af_mask | in_span
-    escapes, escape_used = escape_events(samples, classes, fs_hz, beat_symbols, p_or_excused, p)
+    escapes, escape_used = escape_events(samples, classes, fs_hz, beat_symbols, p_or_excused, p, irregular=af_mask | in_span)
     events += [_event(kind, samples, a, b, fs_hz, prov) for kind, a, b in escapes]
     events += _ectopic_events(samples, is_v & ~escape_used, is_n, fs_hz, p, "v", prov)
     events += _ectopic_events(samples, is_s, is_n, fs_hz, p, "s", prov)
