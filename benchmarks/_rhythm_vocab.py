@@ -57,7 +57,7 @@ def _overlaps(a: dict[str, Any], b: dict[str, Any], point: bool) -> bool:
 
 
 #: Subtypes that are also their parent kind (an atrial tachycardia is an svt, an asystole a pause).
-REF_ALIASES = {"svt": ("svt", "atrial_tachycardia"), "pause": ("pause", "asystole")}
+REF_ALIASES = {"svt": ("svt", "atrial_tachycardia"), "pause": ("pause", "asystole"), "VF|VFIB|VFL": ("VF", "VFIB", "VFL")}
 
 
 def episode_scores(reference: list[dict[str, Any]], events: list[dict[str, Any]], kinds: dict[str, tuple[str, ...]]) -> dict[str, dict[str, list[int]]]:
@@ -170,7 +170,7 @@ def mitdb_section(data: Path, records: tuple[str, ...]) -> Table:
 def vfdb_section(data: Path) -> Table:
     """VF/VFL/asystole episodes of VFDB (untuned) against events from the signal."""
     total: dict[str, dict[str, list[int]]] = {}
-    kinds = {k: v for k, v in LABEL_KINDS.items() if k in ("VF", "VFIB", "VFL", "ASYS")}
+    kinds = {**{k: v for k, v in LABEL_KINDS.items() if k in ("VF", "VFIB", "VFL", "ASYS")}, "VF|VFIB|VFL": ("vf", "vfl")}
     folder = data / "vfdb"
     names = sorted(p.stem for p in folder.glob("*.hea")) if folder.is_dir() else []
     for rec in names:

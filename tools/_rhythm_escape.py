@@ -38,17 +38,22 @@ DEFAULT_ESCAPE_PARAMS: dict[str, Any] = {
 
 def late_beats(samples: np.ndarray, ratio: float, normal: np.ndarray) -> np.ndarray:
     """True where a beat ends an RR >= ``ratio`` x the median of the (up to) 8 N-to-N RR intervals before it."""
+    from numpy.lib.stride_tricks import sliding_window_view
+
     n = samples.size
     late = np.zeros(n, bool)
     if n < 3:
         return late
     rr = np.diff(samples).astype(np.float64)
-    nn = normal[1:] & normal[:-1]
-    idx = np.flatnonzero(nn)
-    for i in range(1, rr.size):
-        prior = idx[np.searchsorted(idx, i) - 8 : np.searchsorted(idx, i)] if np.searchsorted(idx, i) >= 8 else idx[: np.searchsorted(idx, i)]
-        if prior.size:
-            late[i + 1] = rr[i] >= ratio * np.median(rr[prior])
+    nn_idx = np.flatnonzero(normal[1:] & normal[:-1])  # RR intervals between two N beats
+    if nn_idx.size == 0:
+        return late
+    nn = rr[nn_idx]
+    padded = np.concatenate([np.full(7, np.nan), nn])
+    med = np.nanmedian(sliding_window_view(padded, 8), axis=1)  # med[k]: median of NN intervals k-7 .. k
+    last = np.searchsorted(nn_idx, np.arange(rr.size), side="left") - 1  # the last NN interval strictly before each RR
+    ok = last >= 0
+    late[1:][ok] = rr[ok] >= ratio * med[last[ok]]
     return late
 
 
