@@ -32,6 +32,8 @@ from typing import Any
 
 import numpy as np
 
+from ecgtrace.tools.af import _runs
+
 DEFAULT_CONDUCTION_PARAMS: dict[str, Any] = {
     "min_pr_s": 0.04,
     "max_pr_s": 0.40,
@@ -146,21 +148,13 @@ def _third_degree(beats: np.ndarray, p_peaks: np.ndarray, pr_ms: np.ndarray, fs_
     counts = np.diff(np.searchsorted(p_peaks, beats))  # P waves in each RR interval (beat i-1, i]
     flag = np.zeros(n, bool)
     w = 4
-    for i in range(w, n):
-        ratio = counts[i - w : i].sum() / w
-        spread = np.nanmax(gap_ms[i - w + 1 : i + 1]) - np.nanmin(gap_ms[i - w + 1 : i + 1]) if np.isfinite(gap_ms[i - w + 1 : i + 1]).any() else 0.0
-        if ratio >= p["avb3_p_ratio"] and spread > p["avb3_pr_range_ms"]:
-            flag[i - w + 1 : i + 1] = True
-    runs = []
-    i = 0
-    while i < n:
-        if flag[i]:
-            j = i
-            while j + 1 < n and flag[j + 1]:
-                j += 1
-            if j - i + 1 >= p["avb3_min_beats"]:
-                runs.append((i, j))
-            i = j + 1
-        else:
-            i += 1
-    return runs
+    if n <= w:
+        return []
+    from numpy.lib.stride_tricks import sliding_window_view
+
+    ratio = sliding_window_view(counts, w).sum(axis=1)[: n - w] / w  # RR intervals i-w .. i-1, for i = w .. n-1
+    gaps = sliding_window_view(np.nan_to_num(gap_ms, nan=np.nanmedian(gap_ms) if np.isfinite(gap_ms).any() else 0.0), w)[1:]  # beats i-w+1 .. i
+    spread = gaps.max(axis=1) - gaps.min(axis=1)
+    for i in np.flatnonzero((ratio >= p["avb3_p_ratio"]) & (spread > p["avb3_pr_range_ms"])) + w:
+        flag[i - w + 1 : i + 1] = True
+    return [(a, b) for a, b in _runs(flag) if b - a + 1 >= p["avb3_min_beats"]]

@@ -25,6 +25,8 @@ from typing import Any
 
 import numpy as np
 
+from ecgtrace.tools.af import _runs
+
 DEFAULT_ESCAPE_PARAMS: dict[str, Any] = {
     "escape_rr_ratio": 1.4,
     "escape_rhythm_min_beats": 3,
@@ -77,20 +79,6 @@ def junctional_beats(samples: np.ndarray, classes: np.ndarray, symbols: np.ndarr
     if p_wave_present is None:
         return np.zeros(samples.size, bool)
     return (classes == "N") & ~np.asarray(p_wave_present, bool)
-
-
-def _runs(flags: np.ndarray) -> list[tuple[int, int]]:
-    out, i, n = [], 0, flags.size
-    while i < n:
-        if flags[i]:
-            j = i
-            while j + 1 < n and flags[j + 1]:
-                j += 1
-            out.append((i, j))
-            i = j + 1
-        else:
-            i += 1
-    return out
 
 
 def _rate_bpm(samples: np.ndarray, a: int, b: int, fs_hz: float) -> float:
