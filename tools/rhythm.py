@@ -44,6 +44,7 @@ from typing import Any
 
 import numpy as np
 
+from ecgtrace.contracts.vocabulary import EVENT_KINDS
 from ecgtrace.tools.af import AfResult, _runs, as_beat_samples, detect_af
 
 RHYTHM_VERSION = "1.0"
@@ -62,11 +63,6 @@ DEFAULT_RHYTHM_PARAMS: dict[str, Any] = {
     "suppress_s_in_af": True,
 }
 
-#: Every kind :func:`detect_events` can emit.
-EVENT_KINDS: tuple[str, ...] = (
-    "af", "vt", "ivr", "svt", "s_run", "v_couplet", "s_couplet", "v_bigeminy", "v_trigeminy", "s_bigeminy",
-    "s_trigeminy", "pvc", "pac", "pause", "sinus_tachycardia", "sinus_bradycardia", "noise",
-)
 
 
 def rhythm_params(**overrides: Any) -> dict[str, Any]:

@@ -28,7 +28,8 @@ import numpy as np
 
 from ecgtrace.errors import EcgTraceError
 from ecgtrace.jsonio import to_json_text, write_bytes_atomic, write_text_atomic
-from ecgtrace.tools._synth_schedule import AVB1_PR_MS, NORMAL_PR_MS, PAC_PR_MS, RHYTHM_NOTES, Beat, Event, plan_events, walk_beats
+from ecgtrace.contracts.vocabulary import RHYTHM_NOTES
+from ecgtrace.tools._synth_schedule import AVB1_PR_MS, NORMAL_PR_MS, PAC_PR_MS, Beat, Event, plan_events, walk_beats
 
 GENERATOR_VERSION = "1.0"
 LEAD_NAMES = {2: ("MLII", "V1"), 3: ("MLII", "V1", "V5")}

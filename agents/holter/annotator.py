@@ -19,12 +19,16 @@ from typing import Any
 
 import numpy as np
 
+from ecgtrace.contracts.common import RecordRef
+from ecgtrace.contracts.vocabulary import EPISODE_KINDS, RHYTHM_NOTES
 from ecgtrace.errors import RecordError
 from ecgtrace.jsonio import plain_json, write_json_atomic
 
 ANNOTATOR_VERSION = "1"
+#: Layout of the sidecar bundle (2: the record reference names its rate ``fs_hz``); part of the store key.
+BUNDLE_FORMAT = "2"
 #: Reference rhythm notes that are episodes of an event kind by themselves (not derivable from beats).
-RHYTHM_NOTE_KINDS: dict[str, str] = {"AFIB": "af", "BI": "avb1", "SBR": "sinus_bradycardia", "STACH": "sinus_tachycardia"}
+RHYTHM_NOTE_KINDS: dict[str, str] = {RHYTHM_NOTES[kind]: kind for kind in sorted(EPISODE_KINDS)}
 
 
 # --------------------------------------------------------------------------- record reference
@@ -76,7 +80,7 @@ def load_record(record: str | os.PathLike[str], *, fs_hz: float | None = None) -
             if "annotation-only" not in str(exc):
                 raise
     if info is not None:
-        ref = {"db": db, "id": base.name, "path": str(base), "fs": float(info.fs_hz), "leads": list(info.usable_leads) or list(info.leads),
+        ref = {"db": db, "id": base.name, "path": str(base), "fs_hz": float(info.fs_hz), "leads": list(info.usable_leads) or list(info.leads),
                "duration_s": round(float(info.duration_s), 6), "patient": dict(info.patient),
                "annotated": Path(f"{base}.atr").exists() and info.kind == "wfdb"}
     else:
@@ -85,7 +89,7 @@ def load_record(record: str | os.PathLike[str], *, fs_hz: float | None = None) -
         from ecgtrace.tools.annotations import read_reference_annotations
 
         ann = read_reference_annotations(base, "atr", fs_hz=fs_hz)
-        ref = {"db": db, "id": base.name, "path": str(base), "fs": float(ann.fs_hz), "leads": [],
+        ref = {"db": db, "id": base.name, "path": str(base), "fs_hz": float(ann.fs_hz), "leads": [],
                "duration_s": round(ann.n_samples / ann.fs_hz, 6), "patient": {}, "annotated": True}
     ref["hash"] = record_hash(base)
     return ref
@@ -97,7 +101,7 @@ def load_record(record: str | os.PathLike[str], *, fs_hz: float | None = None) -
 def annotate(record_ref: dict[str, Any], cache_dir: str | os.PathLike[str], *, fs_hz: float | None = None) -> dict[str, Any]:
     """Annotate a record (or reuse the sidecar) and return ``{path, source, summary}`` (plain JSON)."""
     params = {"fs_hz": fs_hz}
-    key = hashlib.sha256(f"{record_ref['hash']}|{ANNOTATOR_VERSION}|{sorted(params.items())}".encode()).hexdigest()[:20]
+    key = hashlib.sha256(f"{record_ref['hash']}|{ANNOTATOR_VERSION}|{BUNDLE_FORMAT}|{sorted(params.items())}".encode()).hexdigest()[:20]
     target = Path(cache_dir) / f"{record_ref['id']}-{key}.json"
     if not target.exists():
         bundle = _reference_bundle(record_ref, fs_hz) if record_ref.get("annotated") else _detected_bundle(record_ref, Path(cache_dir) / "detected")
@@ -153,7 +157,7 @@ def _bundle(record_ref, samples, classes, fs, n_samples, events, noise, source, 
     beat_ms = np.round(samples * (1000.0 / fs)).astype(np.int64)
     return {
         "version": ANNOTATOR_VERSION,
-        "record": {k: record_ref[k] for k in ("db", "id", "path", "fs", "leads", "duration_s")},
+        "record": RecordRef.model_validate({k: record_ref[k] for k in RecordRef.model_fields}).to_json(),
         "patient": dict(record_ref.get("patient") or {}),
         "source": source,
         "provenance": prov,
