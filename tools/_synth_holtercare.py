@@ -31,6 +31,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ecgtrace.contracts.vocabulary import note_for
+
 if TYPE_CHECKING:
     from ecgtrace.tools._synth_schedule import Event, _Walker
 
@@ -51,19 +53,6 @@ HOLTERCARE_EVENTS_PER_DAY: dict[str, int] = {
     "avb3": 2,
     "s_couplet": 12,
     "blocked_pac": 12,
-}
-#: Rhythm aux notes of the holtercare episode kinds.
-HOLTERCARE_NOTES: dict[str, str] = {
-    "afl": "AFL",
-    "atrial_tachycardia": "AT",
-    "vfl": "VFL",
-    "vf": "VF",
-    "junctional_rhythm": "NOD",
-    "ventricular_escape_rhythm": "IVR",
-    "avb2_mobitz1": "BII",
-    "avb2_mobitz2": "BII",
-    "avb_2to1": "BII",
-    "avb3": "BIII",
 }
 #: Kinds without QRS complexes: the walker leaves a gap, the renderer fills it with waves.
 NO_QRS_KINDS = ("vfl", "vf")
@@ -109,7 +98,7 @@ def emit_event(w: _Walker, event: Event, base_rr: float) -> None:
     from ecgtrace.tools._synth_schedule import NORMAL_PR_MS, PAC_PR_MS
 
     kind, p, rng = event.kind, event.params, w.rng
-    note = HOLTERCARE_NOTES.get(kind)
+    note = note_for(kind)  # the .atr note of its beats (ecgtrace.contracts.vocabulary), None for beat events
     if kind == "afl":
         cycle = 60.0 / p["flutter_per_min"]
         w.wave_spans.append(("afl", w.t_s + 0.1, event.start_s + event.span_s, p))

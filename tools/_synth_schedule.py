@@ -23,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from ecgtrace.contracts.vocabulary import RHYTHM_NOTES
+
 #: Events per 24 h (at least one of each kind is placed in any record >= 20 min).
 EVENTS_PER_DAY: dict[str, int] = {
     "af": 3,
@@ -38,17 +40,6 @@ EVENTS_PER_DAY: dict[str, int] = {
     "pvc": 300,
     "pac": 150,
     "noise": 24,
-}
-#: Rhythm aux notes written to the .atr for episode kinds.
-RHYTHM_NOTES: dict[str, str] = {
-    "af": "AFIB",
-    "avb1": "BI",
-    "sinus_tachycardia": "STACH",
-    "sinus_bradycardia": "SBR",
-    "v_bigeminy": "B",
-    "v_trigeminy": "T",
-    "vt": "VT",
-    "svt": "SVTA",
 }
 
 #: P-wave peak after its onset (s): 2.5 sigma of the Gaussian P wave of tools/synth.py (sigma 20 ms sinus, 18 ms ectopic).

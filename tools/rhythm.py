@@ -44,6 +44,7 @@ from typing import Any
 
 import numpy as np
 
+from ecgtrace.contracts.vocabulary import EVENT_KINDS, NOTE_ALIASES, RHYTHM_NOTES
 from ecgtrace.tools._rhythm_conduction import DEFAULT_CONDUCTION_PARAMS, conduction_events
 from ecgtrace.tools._rhythm_escape import DEFAULT_ESCAPE_PARAMS, escape_events
 from ecgtrace.tools.af import AfResult, _runs, as_beat_samples, detect_af
@@ -72,14 +73,6 @@ NO_QRS_SPAN_KINDS: tuple[str, ...] = ("vfl", "vf")
 NOT_SINUS_KINDS: frozenset[str] = frozenset({"junctional_escape", "ventricular_escape", "junctional_rhythm", "ventricular_escape_rhythm",
                                              "avb2_mobitz1", "avb2_mobitz2", "avb_2to1", "avb3"})
 
-#: Every kind :func:`detect_events` can emit.
-EVENT_KINDS: tuple[str, ...] = (
-    "af", "vt", "ivr", "svt", "s_run", "v_couplet", "s_couplet", "v_bigeminy", "v_trigeminy", "s_bigeminy",
-    "s_trigeminy", "pvc", "pac", "pause", "sinus_tachycardia", "sinus_bradycardia", "noise",
-    # Holtercare's rhythm vocabulary
-    "afl", "atrial_tachycardia", "vfl", "vf", "asystole", "junctional_escape", "ventricular_escape", "junctional_rhythm",
-    "ventricular_escape_rhythm", "avb2_mobitz1", "avb2_mobitz2", "avb_2to1", "avb3", "blocked_pac",
-)
 
 
 def rhythm_params(**overrides: Any) -> dict[str, Any]:
@@ -358,8 +351,8 @@ def _conduction(samples: np.ndarray, p_waves: np.ndarray | None, blocked: np.nda
     return out
 
 
-#: Reference rhythm notes that are episodes given as spans (no beats needed): MIT-BIH/VFDB labels.
-NOTE_SPAN_KINDS: dict[str, str] = {"AFL": "afl", "VFL": "vfl", "VF": "vf", "VFIB": "vf"}
+#: Reference rhythm notes that are episodes given as spans (no beats needed), with their PhysioNet aliases.
+NOTE_SPAN_KINDS: dict[str, str] = {**{RHYTHM_NOTES[k]: k for k in SPAN_KINDS}, **{alias: {RHYTHM_NOTES[k]: k for k in SPAN_KINDS}[note] for alias, note in NOTE_ALIASES.items()}}
 
 
 def reference_event_inputs(ann: Any) -> dict[str, Any]:

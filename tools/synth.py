@@ -28,19 +28,8 @@ import numpy as np
 
 from ecgtrace.errors import EcgTraceError
 from ecgtrace.jsonio import to_json_text, write_bytes_atomic, write_text_atomic
-from ecgtrace.tools._synth_holtercare import HOLTERCARE_NOTES
-from ecgtrace.tools._synth_schedule import (
-    AVB1_PR_MS,
-    NORMAL_PR_MS,
-    P_PEAK_OFFSET_S,
-    PAC_PR_MS,
-    RHYTHM_NOTES,
-    Beat,
-    Event,
-    _Walker,
-    plan_events,
-    walk_timeline,
-)
+from ecgtrace.contracts.vocabulary import note_for
+from ecgtrace.tools._synth_schedule import AVB1_PR_MS, NORMAL_PR_MS, P_PEAK_OFFSET_S, PAC_PR_MS, Beat, Event, _Walker, plan_events, walk_timeline
 
 GENERATOR_VERSION = "1.0"
 #: ``default``: the original event mix (byte-identical for a seed); ``holtercare``: adds Holtercare's rhythm vocabulary.
@@ -167,12 +156,10 @@ def _event_json(event: Event, beats: list[Beat]) -> dict[str, Any]:
         row[f"{event.kind}_ms"] = row["offset_ms"] - row["onset_ms"]
     if "blocked_p_s" in event.params:
         row["blocked_p_ms"] = [int(round(t * 1000)) for t in event.params["blocked_p_s"]]
-    if event.kind in HOLTERCARE_NOTES:
-        row["rhythm_note"] = "(" + HOLTERCARE_NOTES[event.kind]
     if event.kind == "avb1":
         row["pr_ms"] = round(float(event.params["pr_ms"]), 1)
-    if event.kind in RHYTHM_NOTES:
-        row["rhythm_note"] = "(" + RHYTHM_NOTES[event.kind]
+    if note_for(event.kind):
+        row["rhythm_note"] = "(" + note_for(event.kind)
     return row
 
 

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from ecgtrace.errors import EcgTraceError
-from ecgtrace.tools._synth_holtercare import HOLTERCARE_EVENTS_PER_DAY, HOLTERCARE_NOTES
+from ecgtrace.contracts.vocabulary import note_for
+from ecgtrace.tools._synth_holtercare import HOLTERCARE_EVENTS_PER_DAY
 from ecgtrace.tools._synth_schedule import EVENTS_PER_DAY
 from ecgtrace.tools.annotations import read_reference_annotations
 from ecgtrace.tools.rhythm import count_events, detect_events, reference_event_inputs
@@ -48,8 +49,8 @@ def test_every_kind_is_scheduled(holtercare):
     kinds = Counter(e["kind"] for e in result.schedule["events"])
     assert set(kinds) >= set(EVENTS_PER_DAY) | set(HOLTERCARE_EVENTS_PER_DAY)
     for e in result.schedule["events"]:
-        if e["kind"] in HOLTERCARE_NOTES:
-            assert e["rhythm_note"] == "(" + HOLTERCARE_NOTES[e["kind"]]
+        if note_for(e["kind"]):
+            assert e["rhythm_note"] == "(" + note_for(e["kind"])
 
 
 def test_every_kind_is_counted_exactly(holtercare):
