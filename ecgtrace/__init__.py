@@ -25,7 +25,7 @@ _EXPORTS: dict[str, str] = {
     "RecordError": "ecgtrace.errors",
     "AnnotationError": "ecgtrace.errors",
     "RubricError": "ecgtrace.errors",
-    "Provenance": "ecgtrace.contracts.schema",
+    "Provenance": "ecgtrace.contracts",
     # records and ground truth
     "open_record": "ecgtrace.tools.records",
     "read_window": "ecgtrace.tools.records",
@@ -52,7 +52,7 @@ _EXPORTS: dict[str, str] = {
     "build_dataset": "ecgtrace.graphs.holter_build",
     "write_audit_dataset": "ecgtrace.agents.audit.builder",
     "load_audit": "ecgtrace.agents.audit.format",
-    "AuditItem": "ecgtrace.agents.audit.format",
+    "AuditItem": "ecgtrace.contracts",
     "make_examinee": "ecgtrace.agents.exam.examinees",
     "parse_answer": "ecgtrace.agents.exam.parsing",
     "run_audit": "ecgtrace.graphs.audit_runner",

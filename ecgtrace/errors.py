@@ -37,3 +37,15 @@ class ModelError(EcgTraceError):
 
 class RunError(EcgTraceError):
     """A run directory is unusable (wrong dataset, foreign header, corrupt log)."""
+
+
+class DatasetFormatError(EcgTraceError):
+    """A dataset file (or one of its lines) does not follow its item contract."""
+
+
+class AuditFormatError(DatasetFormatError):
+    """An audit.jsonl file (or one of its lines) does not follow :class:`ecgtrace.contracts.AuditItem`."""
+
+
+class QAFormatError(DatasetFormatError):
+    """A qa.jsonl file (or one of its lines) does not follow :class:`ecgtrace.contracts.QAItem`."""

@@ -28,6 +28,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from ecgtrace.contracts.vocabulary import QA_EVENT_KINDS
 from ecgtrace.errors import RubricError
 from ecgtrace.rubrics.loading import builtin_dir, load_model, read_yaml, rubric_error
 
@@ -47,11 +48,8 @@ TASKS: tuple[str, ...] = (
     "report_summary",
 )
 
-#: Event kinds a template may target (the synthetic schedule's vocabulary, noise excluded).
-EVENT_KINDS: tuple[str, ...] = (
-    "pac", "pvc", "v_couplet", "vt", "svt", "v_bigeminy", "v_trigeminy",
-    "af", "pause", "avb1", "sinus_tachycardia", "sinus_bradycardia",
-)
+#: Event kinds a template may target (one vocabulary: :mod:`ecgtrace.contracts.vocabulary`).
+EVENT_KINDS: tuple[str, ...] = QA_EVENT_KINDS
 
 #: Fields a stem may use; every one is filled by the writer for every item.
 PLACEHOLDERS: frozenset[str] = frozenset(

@@ -17,24 +17,12 @@ from typing import Any
 
 import numpy as np
 
+from ecgtrace.contracts.vocabulary import RHYTHM_NOTES
 from ecgtrace.errors import RecordError
 from ecgtrace.jsonio import to_json_text, write_bytes_atomic, write_json_atomic
 
 _BLOCK = 1 << 20
 
-#: WFDB rhythm aux notes for the episode kinds written to ``.ecgtrace`` files.
-RHYTHM_NOTES: dict[str, str] = {
-    "af": "AFIB",
-    "vt": "VT",
-    "ivr": "IVR",
-    "svt": "SVTA",
-    "v_bigeminy": "B",
-    "v_trigeminy": "T",
-    "s_bigeminy": "AB",  # atrial bigeminy, as in LTAFDB
-    "s_trigeminy": "STRI",  # no standard PhysioNet note exists for atrial trigeminy
-    "sinus_tachycardia": "STACH",
-    "sinus_bradycardia": "SBR",
-}
 # later kinds override earlier ones where episodes overlap
 _NOTE_PRIORITY = ("sinus_tachycardia", "sinus_bradycardia", "v_bigeminy", "v_trigeminy", "s_bigeminy", "s_trigeminy", "ivr", "svt", "vt")
 

@@ -38,7 +38,7 @@ import numpy as np
 
 from ecgtrace.agents.audit._leads import lead_entry
 from ecgtrace.agents.audit._surface import _pick, criterion_question, finding_question
-from ecgtrace.agents.audit.format import DECISION_OPTIONS
+from ecgtrace.contracts.audit import DECISION_OPTIONS
 from ecgtrace.agents.audit.engine import MissingFeature, Path, feature_in_unit
 from ecgtrace.rubrics.diagnosis_schema import DIAGNOSE, RULE_OUT, DiagnosisGraph, GroundingRule, unit_factor
 

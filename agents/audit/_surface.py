@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from ecgtrace.agents.audit.format import YES_NO
+from ecgtrace.contracts.audit import YES_NO
 from ecgtrace.rubrics.diagnosis_schema import Criterion, DiagnosisGraph, distractor_wordings
 
 N_CRITERION_OPTIONS = 5

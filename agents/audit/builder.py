@@ -46,8 +46,9 @@ from ecgtrace.agents.audit._labels import record_labels
 from ecgtrace.agents.audit._leads import balance_leads
 from ecgtrace.agents.audit._questions import balance_measurement, build_loops
 from ecgtrace.agents.audit._surface import balance_surface
-from ecgtrace.agents.audit.format import YES_NO, AuditItem
 from ecgtrace.agents.audit.engine import ENGINE_VERSION, MissingFeature, evaluate
+from ecgtrace.contracts.audit import YES_NO, AuditItem
+from ecgtrace.contracts.common import RecordRef
 from ecgtrace.errors import EcgTraceError
 from ecgtrace.rubrics.diagnosis_schema import DiagnosisGraph, load_diagnoses
 from ecgtrace.tools.records import RecordInfo, open_record, read_window
@@ -224,7 +225,7 @@ def _assemble(graph, info, labels, mapped, expert, wf: WindowFeatures, path, t0,
     source = labels.source if mapped else "computed"
     item = {
         "id": item_id,
-        "record": {"db": db, "id": info.name, "path": str(info.path), "fs": float(info.fs_hz), "leads": list(info.leads), "duration_s": round(float(info.duration_s), 3)},
+        "record": RecordRef(db=db, id=info.name, path=str(info.path), fs_hz=float(info.fs_hz), leads=list(info.leads), duration_s=round(float(info.duration_s), 3)).to_json(),
         "window": {"t0_s": round(float(t0), 3), "t1_s": round(float(t1), 3)},
         "diagnosis": graph.id,
         "label": bool(path.decision),

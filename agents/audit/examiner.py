@@ -20,14 +20,16 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ecgtrace.agents.audit.format import AuditFormatError, AuditItem
+from ecgtrace.contracts.audit import AuditItem
+from ecgtrace.contracts.vocabulary import AUDIT_STAGES, EXAM_MODALITIES, EXAM_MODES
+from ecgtrace.errors import AuditFormatError
 from ecgtrace.agents.exam.parsing import is_correct, parse_answer
 
 #: Bump when prompts or scoring change: it is part of a run's identity.
 PROMPT_VERSION = "1"
-MODALITIES = ("image", "text", "both")
-MODES = ("teacher", "stop")
-STAGES = ("initial", "criterion", "finding", "grounding", "decision")
+MODALITIES = EXAM_MODALITIES
+MODES = EXAM_MODES
+STAGES = AUDIT_STAGES
 
 SYSTEM_PROMPT = (
     "You are a cardiologist reading an electrocardiogram (ECG). You will be asked a series of "
@@ -143,7 +145,7 @@ def ecg_content(item: dict[str, Any], base_dir: str, modality: str) -> list[dict
     window = item.get("window")
     where = f" from {window['t0_s']:g} s to {window['t1_s']:g} s" if window else ""
     leads = ", ".join(item["record"]["leads"])
-    intro = f"ECG record {item['record']['id']}{where}, leads {leads}, sampled at {item['record']['fs']:g} Hz."
+    intro = f"ECG record {item['record']['id']}{where}, leads {leads}, sampled at {item['record']['fs_hz']:g} Hz."
     if modality in ("text", "both") and assets.get("text"):
         parts.append({"type": "text", "text": f"{intro}\nSignal as text:\n{_text_asset(str(Path(base_dir) / assets['text']))}"})
     else:

@@ -37,12 +37,13 @@ from ecgtrace.agents.exam.workers import drain
 from ecgtrace.agents.exam.examinees import Examinee, Reply
 from ecgtrace.agents.audit.examiner import format_prompt
 from ecgtrace.agents.exam.qa_scoring import SCORING_VERSION, family, score_answer, tolerance_ms
+from ecgtrace.contracts.vocabulary import EXAM_MODALITIES
 from ecgtrace.errors import EcgTraceError
 from ecgtrace.jsonio import jsonl_records, safe_join
 
 #: Part of a run's identity: bump when prompts change.
 QA_PROMPT_VERSION = "1"
-MODALITIES = ("text", "image", "both")
+MODALITIES = EXAM_MODALITIES
 SYSTEM_PROMPT = ("You are a cardiologist reading a Holter electrocardiogram (ECG). Answer the question about the ECG "
                  "shown in this message. Times are in milliseconds from the recording start unless stated otherwise.")
 _OPEN_HINTS = {

@@ -19,12 +19,16 @@ from typing import Any
 
 import numpy as np
 
+from ecgtrace.contracts.common import RecordRef
+from ecgtrace.contracts.vocabulary import EPISODE_KINDS, RHYTHM_NOTES
 from ecgtrace.errors import RecordError
 from ecgtrace.jsonio import plain_json, write_json_atomic
 
 ANNOTATOR_VERSION = "1"
+#: Layout of the sidecar bundle (2: the record reference names its rate ``fs_hz``); part of the store key.
+BUNDLE_FORMAT = "2"
 #: Reference rhythm notes that are episodes of an event kind by themselves (not derivable from beats).
-RHYTHM_NOTE_KINDS: dict[str, str] = {"AFIB": "af", "BI": "avb1", "SBR": "sinus_bradycardia", "STACH": "sinus_tachycardia"}
+RHYTHM_NOTE_KINDS: dict[str, str] = {RHYTHM_NOTES[kind]: kind for kind in sorted(EPISODE_KINDS)}
 
 
 # --------------------------------------------------------------------------- record reference
@@ -76,7 +80,7 @@ def load_record(record: str | os.PathLike[str], *, fs_hz: float | None = None) -
             if "annotation-only" not in str(exc):
                 raise
     if info is not None:
-        ref = {"db": db, "id": base.name, "path": str(base), "fs": float(info.fs_hz), "leads": list(info.usable_leads) or list(info.leads),
+        ref = {"db": db, "id": base.name, "path": str(base), "fs_hz": float(info.fs_hz), "leads": list(info.usable_leads) or list(info.leads),
                "duration_s": round(float(info.duration_s), 6), "patient": dict(info.patient),
                "annotated": Path(f"{base}.atr").exists() and info.kind == "wfdb"}
     else:
@@ -85,7 +89,7 @@ def load_record(record: str | os.PathLike[str], *, fs_hz: float | None = None) -
         from ecgtrace.tools.annotations import read_reference_annotations
 
         ann = read_reference_annotations(base, "atr", fs_hz=fs_hz)
-        ref = {"db": db, "id": base.name, "path": str(base), "fs": float(ann.fs_hz), "leads": [],
+        ref = {"db": db, "id": base.name, "path": str(base), "fs_hz": float(ann.fs_hz), "leads": [],
                "duration_s": round(ann.n_samples / ann.fs_hz, 6), "patient": {}, "annotated": True}
     ref["hash"] = record_hash(base)
     return ref
@@ -97,7 +101,7 @@ def load_record(record: str | os.PathLike[str], *, fs_hz: float | None = None) -
 def annotate(record_ref: dict[str, Any], cache_dir: str | os.PathLike[str], *, fs_hz: float | None = None) -> dict[str, Any]:
     """Annotate a record (or reuse the sidecar) and return ``{path, source, summary}`` (plain JSON)."""
     params = {"fs_hz": fs_hz}
-    key = hashlib.sha256(f"{record_ref['hash']}|{ANNOTATOR_VERSION}|{sorted(params.items())}".encode()).hexdigest()[:20]
+    key = hashlib.sha256(f"{record_ref['hash']}|{ANNOTATOR_VERSION}|{BUNDLE_FORMAT}|{sorted(params.items())}".encode()).hexdigest()[:20]
     target = Path(cache_dir) / f"{record_ref['id']}-{key}.json"
     if not target.exists():
         bundle = _reference_bundle(record_ref, fs_hz) if record_ref.get("annotated") else _detected_bundle(record_ref, Path(cache_dir) / "detected")
@@ -119,7 +123,9 @@ def _reference_bundle(record_ref: dict[str, Any], fs_hz: float | None) -> dict[s
     fs = float(ann.fs_hz)
     noise, noise_source = reference_noise_spans(base, fs)
     has_notes = bool(ann.rhythm_intervals)
-    events = beat_stream_events(samples, classes, fs, int(ann.n_samples), noise, has_rhythm_notes=has_notes)
+    from ecgtrace.tools.rhythm import reference_event_inputs
+
+    events = beat_stream_events(samples, classes, fs, int(ann.n_samples), noise, has_rhythm_notes=has_notes, extra=reference_event_inputs(ann))
     events += rhythm_note_events(samples, ann.rhythm_intervals, fs)
     events.sort(key=lambda e: (e["onset_ms"], e["kind"], e["offset_ms"]))
     prov = {"source": "reference", "method": f"annotation file .{ann.extension}; events by rhythm.detect_events + rhythm notes", "version": ANNOTATOR_VERSION,
@@ -153,7 +159,7 @@ def _bundle(record_ref, samples, classes, fs, n_samples, events, noise, source, 
     beat_ms = np.round(samples * (1000.0 / fs)).astype(np.int64)
     return {
         "version": ANNOTATOR_VERSION,
-        "record": {k: record_ref[k] for k in ("db", "id", "path", "fs", "leads", "duration_s")},
+        "record": RecordRef.model_validate({k: record_ref[k] for k in RecordRef.model_fields}).to_json(),
         "patient": dict(record_ref.get("patient") or {}),
         "source": source,
         "provenance": prov,
@@ -182,10 +188,14 @@ def _event(kind: str, beat_ms: np.ndarray, first: int, last: int) -> dict[str, A
 
 
 #: Kinds taken from ``detect_events`` on the reference beats; rhythm-note kinds come from the notes when the file has any.
-_BEAT_KINDS = frozenset({"pac", "pvc", "v_couplet", "s_couplet", "vt", "ivr", "svt", "v_bigeminy", "v_trigeminy", "s_bigeminy", "s_trigeminy", "pause"})
+_BEAT_KINDS = frozenset({"pac", "pvc", "v_couplet", "s_couplet", "vt", "ivr", "svt", "v_bigeminy", "v_trigeminy", "s_bigeminy", "s_trigeminy", "pause",
+                         # from beat symbols, P-wave marks and VF/VFL notes (tools.rhythm.reference_event_inputs)
+                         "asystole", "junctional_escape", "ventricular_escape", "junctional_rhythm", "ventricular_escape_rhythm",
+                         "avb2_mobitz1", "avb2_mobitz2", "avb_2to1", "avb3", "blocked_pac", "vf", "vfl"})
 
 
-def beat_stream_events(samples: np.ndarray, classes: np.ndarray, fs_hz: float, n_samples: int, noise_ms: list[list[int]], *, has_rhythm_notes: bool) -> list[dict[str, Any]]:
+def beat_stream_events(samples: np.ndarray, classes: np.ndarray, fs_hz: float, n_samples: int, noise_ms: list[list[int]], *, has_rhythm_notes: bool,
+                       extra: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """``ecgtrace.tools.rhythm.detect_events`` on a reference beat stream (ectopy, runs, pauses).
 
     AF, first-degree AV block and sinus brady/tachycardia come from the
@@ -195,7 +205,7 @@ def beat_stream_events(samples: np.ndarray, classes: np.ndarray, fs_hz: float, n
     from ecgtrace.tools.rhythm import detect_events
 
     spans = [(int(a * fs_hz / 1000.0), int(b * fs_hz / 1000.0)) for a, b in noise_ms]
-    found = detect_events(samples, classes, fs_hz, artifact_spans=spans, n_samples=n_samples, beat_source="reference")
+    found = detect_events(samples, classes, fs_hz, artifact_spans=spans, n_samples=n_samples, beat_source="reference", **(extra or {}))
     keep = _BEAT_KINDS if has_rhythm_notes else _BEAT_KINDS | {"af", "sinus_tachycardia", "sinus_bradycardia"}
     return [plain_json(dict(e)) for e in found if e.get("kind") in keep]
 

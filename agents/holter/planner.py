@@ -13,21 +13,20 @@ import random
 from typing import Any
 
 from ecgtrace.agents.holter.facts import Facts
-from ecgtrace.rubrics.template_schema import EVENT_KINDS, QATemplate
+from ecgtrace.contracts.vocabulary import COUNTABLE_KINDS, COVERING_KINDS, EPISODE_KINDS, NORMAL
+from ecgtrace.contracts.vocabulary import QA_EVENT_KINDS as EVENT_KINDS
+from ecgtrace.rubrics.template_schema import QATemplate
 
-#: Kinds whose episodes last minutes: a window is placed inside the episode.
-EPISODE_KINDS = frozenset({"af", "avb1", "sinus_tachycardia", "sinus_bradycardia"})
-NORMAL = "normal"
 #: Kinds a task may target when the template lists none.
 TASK_KINDS: dict[str, tuple[str, ...]] = {
     "closed_presence": EVENT_KINDS,
     "closed_diagnosis": EVENT_KINDS,
     "open_diagnosis": EVENT_KINDS,
     "open_evidence": EVENT_KINDS,
-    "closed_count": ("pac", "pvc", "v_couplet", "vt", "svt", "pause"),
-    "open_count": ("pac", "pvc", "v_couplet", "vt", "svt", "pause"),
-    "closed_timing": ("pac", "pvc", "v_couplet", "vt", "svt", "pause"),
-    "open_timing": ("pac", "pvc", "v_couplet", "vt", "svt", "pause"),
+    "closed_count": COUNTABLE_KINDS,
+    "open_count": COUNTABLE_KINDS,
+    "closed_timing": COUNTABLE_KINDS,
+    "open_timing": COUNTABLE_KINDS,
 }
 EDGE_GUARD_MS = 1000
 EDGE_BEAT_MS = 300
@@ -108,7 +107,7 @@ def _clean(facts: Facts, t0: int, t1: int, kind: str | None, margin_ms: int = 50
             continue
         inside = event["onset_ms"] >= t0 + EDGE_GUARD_MS // 2 and event["offset_ms"] <= t1 - EDGE_GUARD_MS // 2
         covers = event["onset_ms"] <= t0 - EDGE_GUARD_MS and event["offset_ms"] >= t1 + EDGE_GUARD_MS
-        if not inside and not (covers and event["kind"] in EPISODE_KINDS | {"v_bigeminy", "v_trigeminy"}):
+        if not inside and not (covers and event["kind"] in COVERING_KINDS):
             return False
     return True
 
@@ -121,7 +120,7 @@ def event_window(facts: Facts, event: dict[str, Any], window_ms: int, rng: rando
     span = event["offset_ms"] - event["onset_ms"]
     for _ in range(tries):
         if span + 2 * EDGE_GUARD_MS > window_ms:
-            if event["kind"] not in EPISODE_KINDS | {"v_bigeminy", "v_trigeminy"}:
+            if event["kind"] not in COVERING_KINDS:
                 return None
             lo, hi = event["onset_ms"] + EDGE_GUARD_MS, event["offset_ms"] - EDGE_GUARD_MS - window_ms
         else:

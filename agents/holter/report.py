@@ -7,30 +7,14 @@ from typing import Any
 import numpy as np
 
 from ecgtrace.agents.holter.facts import Facts
+from ecgtrace.contracts.vocabulary import KINDS, NORMAL, NORMAL_DIAGNOSIS, NORMAL_LABELS, QA_EVENT_KINDS
 
 #: Human labels (singular, plural) of each finding.
 LABELS: dict[str, tuple[str, str]] = {
-    "pac": ("premature atrial contraction (PAC)", "premature atrial contractions (PACs)"),
-    "pvc": ("premature ventricular contraction (PVC)", "premature ventricular contractions (PVCs)"),
-    "v_couplet": ("ventricular couplet", "ventricular couplets"),
-    "vt": ("run of ventricular tachycardia", "runs of ventricular tachycardia"),
-    "svt": ("run of supraventricular tachycardia", "runs of supraventricular tachycardia"),
-    "v_bigeminy": ("ventricular bigeminy", "episodes of ventricular bigeminy"),
-    "v_trigeminy": ("ventricular trigeminy", "episodes of ventricular trigeminy"),
-    "af": ("atrial fibrillation", "episodes of atrial fibrillation"),
-    "pause": ("pause", "pauses"),
-    "avb1": ("first-degree AV block", "episodes of first-degree AV block"),
-    "sinus_tachycardia": ("sinus tachycardia", "episodes of sinus tachycardia"),
-    "sinus_bradycardia": ("sinus bradycardia", "episodes of sinus bradycardia"),
-    "normal": ("normal sinus rhythm", "normal sinus rhythm"),
+    **{k: (KINDS[k].singular, KINDS[k].plural) for k in QA_EVENT_KINDS}, NORMAL: NORMAL_LABELS,
 }
 #: Diagnosis answers: the label of a window's single finding.
-DIAGNOSIS_LABELS: dict[str, str] = {
-    "pac": "premature atrial contraction", "pvc": "premature ventricular contraction", "v_couplet": "ventricular couplet",
-    "vt": "ventricular tachycardia", "svt": "supraventricular tachycardia", "v_bigeminy": "ventricular bigeminy",
-    "v_trigeminy": "ventricular trigeminy", "af": "atrial fibrillation", "pause": "sinus pause", "avb1": "first-degree AV block",
-    "sinus_tachycardia": "sinus tachycardia", "sinus_bradycardia": "sinus bradycardia", "normal": "normal sinus rhythm",
-}
+DIAGNOSIS_LABELS: dict[str, str] = {**{k: KINDS[k].diagnosis for k in QA_EVENT_KINDS}, NORMAL: NORMAL_DIAGNOSIS}
 REPORT_FIELDS = ("duration_s", "total_beats", "mean_hr_bpm", "max_hr_bpm", "min_hr_bpm", "pct_time_hr_gt_100", "pct_time_hr_lt_60",
                  "pac_total", "pac_pct", "pvc_total", "pvc_pct", "couplets", "runs", "bigeminy_episodes", "trigeminy_episodes", "pauses", "rhythm")
 

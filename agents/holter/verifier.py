@@ -24,7 +24,7 @@ import numpy as np
 from ecgtrace.agents.holter.distractors import timing_matches
 from ecgtrace.agents.holter.facts import Facts
 from ecgtrace.agents.holter.report import DIAGNOSIS_LABELS, statistics
-from ecgtrace.agents.holter.planner import EPISODE_KINDS, NORMAL
+from ecgtrace.contracts.vocabulary import COVERING_KINDS, RHYTHM_NOTES, NORMAL
 
 VERIFIER_VERSION = "1"
 SEAM_GUARD_MS = 1000
@@ -100,7 +100,7 @@ def _window_checks(facts: Facts, item: dict[str, Any], target: dict[str, Any]) -
             return "ambiguous boundary: an ectopic beat at the window edge"
     for event in facts.events_overlapping(t0, t1):
         straddles = event["onset_ms"] < t0 <= event["offset_ms"] or event["onset_ms"] < t1 <= event["offset_ms"]
-        if straddles and not (event["kind"] in EPISODE_KINDS | {"v_bigeminy", "v_trigeminy"} and event["onset_ms"] < t0 and event["offset_ms"] >= t1):
+        if straddles and not (event["kind"] in COVERING_KINDS and event["onset_ms"] < t0 and event["offset_ms"] >= t1):
             return f"ambiguous boundary: a {event['kind']} event straddles the window edge"
     task = item["task"]
     spans = recount(facts, kind, i0, i1) if kind != NORMAL else None
@@ -128,7 +128,7 @@ def _window_checks(facts: Facts, item: dict[str, Any], target: dict[str, Any]) -
 def _presence(facts: Facts, kind: str, t0: int, t1: int, i0: int, i1: int, spans: list[tuple[int, int]] | None) -> bool | None:
     if spans is not None:
         return bool(spans)
-    notes = {"af": "AFIB", "avb1": "BI"}
+    notes = {k: RHYTHM_NOTES[k] for k in ("af", "avb1")}  # episodes whose reference note is the truth; rates are rechecked below
     if kind in notes and facts.source == "reference" and facts.bundle.get("rhythm_intervals"):
         return any(r["label"] == notes[kind] and r["offset_ms"] > t0 and r["onset_ms"] < t1 for r in facts.bundle["rhythm_intervals"])
     rr = np.diff(facts.beat_ms[i0:i1]).astype(float)

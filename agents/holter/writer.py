@@ -17,7 +17,8 @@ from ecgtrace.agents.holter.distractors import count_distractors, format_ms_list
 from ecgtrace.agents.holter.facts import Facts
 from ecgtrace.agents.holter.assets import hourly_text
 from ecgtrace.agents.holter.report import DIAGNOSIS_LABELS, LABELS, morphology_clues, rhythm_clues, statistics, summary_text
-from ecgtrace.agents.holter.planner import EPISODE_KINDS, NORMAL, rng_for
+from ecgtrace.agents.holter.planner import rng_for
+from ecgtrace.contracts.vocabulary import COVERING_KINDS, EPISODE_KINDS, NORMAL
 from ecgtrace.rubrics.template_schema import QATemplate, safe_format
 
 WRITER_VERSION = "1"
@@ -128,7 +129,7 @@ def _write_one(facts: Facts, template: QATemplate, target: dict[str, Any], rng: 
         t0, t1, kind = int(target["t0_ms"]), int(target["t1_ms"]), target["kind"]
         base = {"window": {"t0_s": round(t0 / 1000.0, 3), "t1_s": round(t1 / 1000.0, 3)}, "_display_ms": [[t0, t1]], "_values": _window_values(t0, t1, kind)}
         inside = _event_inside(facts, kind, t0, t1) if kind != NORMAL else []
-        covering = [e for e in facts.events_overlapping(t0, t1, kind)] if kind in EPISODE_KINDS | {"v_bigeminy", "v_trigeminy"} else []
+        covering = [e for e in facts.events_overlapping(t0, t1, kind)] if kind in COVERING_KINDS else []
         if task == "closed_presence":
             present = bool(inside or covering)
             if present != (target["polarity"] == "positive"):

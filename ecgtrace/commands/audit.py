@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from ecgtrace.contracts.vocabulary import EXAM_MODES
+
 from ecgtrace.commands._model_options import add_model_options
 
 HELP = "Audit a model's ECG reasoning turn by turn (resumable: rerun the same command to continue)."
@@ -12,7 +14,7 @@ HELP = "Audit a model's ECG reasoning turn by turn (resumable: rerun the same co
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("audit", help="audit.jsonl (or the folder holding it)")
     add_model_options(parser)
-    parser.add_argument("--mode", choices=("teacher", "stop"), default="teacher",
+    parser.add_argument("--mode", choices=EXAM_MODES, default="teacher",
                         help="teacher: ground truth enters the history after each turn; stop: the chain stops at the first error")
     parser.add_argument("--backoff", type=float, default=1.0, metavar="S", help="first retry wait in seconds, doubling (default 1)")
     parser.add_argument("--temperature", type=float, default=None, help="sampling temperature (default: the server's)")

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 
+from ecgtrace.contracts.vocabulary import ASSET_MODALITIES
+
 HELP = "Build a verified multimodal QA dataset (12 Holtercare-Bench tasks) from records; rerun to resume."
-MODALITIES = ("text", "image", "video")
+MODALITIES = ASSET_MODALITIES
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

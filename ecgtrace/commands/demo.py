@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import argparse
 
+from ecgtrace.contracts.vocabulary import EXAM_MODALITIES
+
 HELP = "Run the main job end to end on a built-in synthetic Holter record (synth, build, audit, QA scoring, reports)."
 
 BUILTIN_EXAMINEES = ("oracle", "random", "prior")
@@ -27,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", default=None, help="also examine this model, e.g. openai:gpt-4o-mini")
     parser.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint for --model")
     parser.add_argument("--api-key-env", default="OPENAI_API_KEY", help="environment variable with the key for --model")
-    parser.add_argument("--modality", choices=("image", "text", "both"), default="image", help="how the ECG is shown (default image)")
+    parser.add_argument("--modality", choices=EXAM_MODALITIES, default="image", help="how the ECG is shown (default image)")
     parser.add_argument("--limit", type=int, default=None, metavar="N", help="examine only the first N audit and QA items")
     parser.add_argument("--max-images", type=int, default=24, help="grounding figures per HTML report (default 24)")
 

@@ -11,7 +11,7 @@ import pytest
 import wfdb
 from wfdb import processing
 
-from ecgtrace.contracts.schema import Provenance
+from ecgtrace.contracts import Provenance
 from ecgtrace.tools.annotations import read_reference_annotations
 from ecgtrace.tools.beats import BeatTable, detect_beats, detect_beats_array
 from ecgtrace.tools.records import open_record, read_samples

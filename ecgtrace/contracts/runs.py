@@ -1,0 +1,145 @@
+"""The run folder's contracts: its header, one scored turn, one finished sample.
+
+A run folder (``ecgtrace audit`` / ``ecgtrace qa-eval``) holds ``header.json``
+(:class:`RunHeader`), ``samples.jsonl`` (one :class:`AuditSample` or
+:class:`QASample` per line, each with its :class:`TurnRow` list) and
+``results.json``. The header says what kind of run it is, so no reader has
+to guess from the rows.
+
+Format 1 headers (``ecgtrace-audit-run/1``, written before the header named
+its kind) are still read: an identity with ``kind: "qa"`` was a QA run, any
+other an audit.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+RUN_FORMAT = "ecgtrace-run/2"
+#: Header formats this version reads.
+READABLE_RUN_FORMATS: tuple[str, ...] = ("ecgtrace-audit-run/1", RUN_FORMAT)
+
+RunKind = Literal["audit", "qa"]
+
+
+class RunHeader(BaseModel):
+    """``header.json``: written once when a run starts.
+
+    ``identity`` holds everything that decides the results (dataset SHA-256,
+    model, modality, mode, seed, limit, prompt and scoring versions): reopening
+    a folder with another identity is refused. ``settings`` may change between
+    resumes (concurrency, timeout, base URL, the *name* of the API-key
+    variable, never the key).
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    format: str = RUN_FORMAT
+    kind: RunKind
+    run_id: str = Field(min_length=1)
+    identity: dict[str, Any]
+    settings: dict[str, Any] = Field(default_factory=dict)
+    versions: dict[str, Any] = Field(default_factory=dict)
+    created_utc: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _v1_kind(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "kind" not in data:
+            identity = data.get("identity") if isinstance(data.get("identity"), dict) else {}
+            data = {**data, "kind": "qa" if identity.get("kind") == "qa" else "audit"}
+        return data
+
+    @model_validator(mode="after")
+    def _readable(self) -> RunHeader:
+        if self.format not in READABLE_RUN_FORMATS:
+            raise ValueError(f"unknown run format {self.format!r} (this version reads {', '.join(READABLE_RUN_FORMATS)})")
+        return self
+
+    def to_json(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+
+class TurnRow(BaseModel):
+    """One turn as ``samples.jsonl`` keeps it: what was asked, what came back, how it scored.
+
+    ``asked`` is False for turns a ``stop``-mode chain never reached (then
+    ``correct`` is None). ``parsed`` is the answer read from ``raw`` (an option
+    text, a list of them, or the value an open question's scorer read);
+    ``parse_reason`` says why reading failed. ``score`` (0-100) and
+    ``details`` are set by QA scoring; ``error`` holds a server failure after
+    retries (the turn is then scored wrong).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    index: int = Field(ge=0)
+    stage: str
+    loop: int | None = None
+    kind: str | None = None
+    asked: bool = True
+    prompt: str | None = None
+    raw: str | None = None
+    reasoning: str | None = None
+    parsed: Any = None
+    parse_ok: bool = False
+    parse_reason: str | None = None
+    answer: str | list[str]
+    correct: bool | None = None
+    score: float | None = None
+    details: dict[str, Any] | None = None
+    latency_ms: float | None = None
+    tokens: dict[str, Any] | None = None
+    error: str | None = None
+    attempts: int | None = None
+    meta: dict[str, Any] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+
+class AuditSample(BaseModel):
+    """A finished reasoning-audit sample."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(min_length=1)
+    kind: Literal["audit"] = "audit"
+    diagnosis: str
+    label: bool
+    path_id: str
+    mode: str
+    turns: list[TurnRow]
+
+    def to_json(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+
+class QASample(BaseModel):
+    """A finished QA sample: one turn, its score and, optionally, the judge's verdict."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(min_length=1)
+    kind: Literal["qa"] = "qa"
+    task: str
+    template_id: str | None = None
+    answer_type: str | None = None
+    family: str
+    finding: str | None = None
+    split: str | None = None
+    score: float
+    correct: bool | None = None
+    turns: list[TurnRow] = Field(min_length=1, max_length=1)
+    judge: dict[str, Any] | None = None
+    item: dict[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+
+def sample_model(kind: str) -> type[AuditSample] | type[QASample]:
+    """The sample row model of a run kind."""
+    return QASample if kind == "qa" else AuditSample

@@ -1,0 +1,68 @@
+"""The typed contracts: versioned items, run headers and turn rows, and the shared vocabulary."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ecgtrace.contracts import QAItem, RecordRef, RunHeader, TurnRow, load_items, provenance
+from ecgtrace.contracts import vocabulary as v
+from ecgtrace.errors import QAFormatError
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+def test_record_ref_reads_format1_rate_name() -> None:
+    ref = RecordRef.model_validate({"db": "d", "id": "1", "path": "p", "fs": 360.0, "leads": ["MLII"], "duration_s": 1.0})
+    assert ref.fs_hz == 360.0
+    assert "fs" not in ref.to_json() and ref.to_json()["fs_hz"] == 360.0
+
+
+def test_provenance_helper_validates_the_source() -> None:
+    assert provenance("computed", "m", 3, {"a": 1}) == {"source": "computed", "method": "m", "version": "3", "params": {"a": 1}}
+    with pytest.raises(ValueError):
+        provenance("guessed", "m", "1")
+
+
+def test_format1_qa_items_upgrade_and_keep_their_finding() -> None:
+    qa = load_items(FIXTURES / "qa_small.jsonl", "qa")
+    first = qa.items[0]
+    assert isinstance(first, QAItem) and first.format == "ecgtrace-qa-item/2"
+    assert first.finding == "pvc"  # format 1 kept it under "event_kind"
+    assert first.record is not None and first.record.fs_hz > 0
+    assert all(it.answer in it.options for it in qa.items if it.options)
+
+
+def test_qa_item_rejects_an_answer_outside_its_options(tmp_path: Path) -> None:
+    row = {"format": "ecgtrace-qa-item/2", "id": "x", "task": "closed_presence", "question": "q?", "options": ["Yes", "No"], "answer": "Maybe"}
+    (tmp_path / "qa.jsonl").write_text(json.dumps(row) + "\n")
+    with pytest.raises(QAFormatError, match=r"qa.jsonl:1: .*not one of the options"):
+        load_items(tmp_path, "qa")
+
+
+def test_qa_item_v2_forbids_unknown_keys() -> None:
+    with pytest.raises(ValueError, match="extra"):
+        QAItem.model_validate({"format": "ecgtrace-qa-item/2", "id": "x", "task": "t", "question": "q", "answer": "1", "surprise": 1})
+
+
+def test_run_header_format1_says_its_kind() -> None:
+    old = {"format": "ecgtrace-audit-run/1", "run_id": "r", "identity": {"kind": "qa", "model": "oracle"}}
+    assert RunHeader.model_validate(old).kind == "qa"
+    assert RunHeader.model_validate({**old, "identity": {"model": "oracle"}}).kind == "audit"
+    with pytest.raises(ValueError, match="unknown run format"):
+        RunHeader.model_validate({**old, "format": "someone-else/9"})
+
+
+def test_turn_row_defaults_describe_an_unasked_turn() -> None:
+    row = TurnRow(index=3, stage="decision", asked=False, answer="Yes").to_json()
+    assert row["correct"] is None and row["prompt"] is None and row["parse_ok"] is False
+
+
+def test_vocabulary_is_consistent() -> None:
+    assert set(v.QA_EVENT_KINDS) == {k.name for k in v.KINDS.values() if k.qa}
+    assert v.EPISODE_KINDS <= v.COVERING_KINDS <= set(v.QA_EVENT_KINDS)
+    assert {v.kind_of_note(note) for note in v.RHYTHM_NOTES.values()} == set(v.RHYTHM_NOTES)
+    assert len(set(v.RHYTHM_NOTES.values())) == len(v.RHYTHM_NOTES), "two kinds share one aux note"
+    assert v.assets_needed("both") == ("text", "image")
