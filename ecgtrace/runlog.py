@@ -93,6 +93,8 @@ class RunDir:
         header_path = root / HEADER
         if header_path.exists():
             header = read_header(root)
+            if kind is not None and header["kind"] != kind:
+                raise RunError(f"{root} holds a run of kind {header['kind']!r}, not {kind!r}; use a new --run folder")
             _check_identity(root, header.get("identity", {}), identity)
         else:
             if root.exists() and any(root.iterdir()):

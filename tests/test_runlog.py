@@ -52,6 +52,8 @@ def test_header_says_its_kind_and_format(tmp_path):
         assert header["format"] == "ecgtrace-run/2" and header["kind"] == kind == run.kind
     with pytest.raises(ValueError):
         RunDir.open(tmp_path / "bad", IDENTITY, kind="exam")
+    with pytest.raises(RunError, match="holds a run of kind 'qa', not 'audit'"):
+        RunDir.open(tmp_path / "e", IDENTITY, kind="audit")
 
 
 def test_format1_run_folders_are_read_and_resumed(tmp_path):
