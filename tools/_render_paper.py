@@ -29,6 +29,8 @@ from ecgtrace.errors import EcgTraceError
 from ecgtrace.tools.records import SignalWindow
 
 MM_PER_S = 25.0
+#: Length of a display window (s): one standard strip.
+DEFAULT_WINDOW_S = 10.0
 MM_PER_MV = 10.0
 LEFT_MM = 20
 RIGHT_MM = 5
@@ -175,11 +177,6 @@ def render_array(
         row_layout: fixed ``(height_mm, baseline_mm)`` per lead (used by video).
         tick_every_s: time-label spacing in seconds.
     """
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.collections import LineCollection
-    from matplotlib.figure import Figure
-    from matplotlib.patches import Rectangle
-
     px_per_mm = int(px_per_mm)
     if px_per_mm < 2:
         raise EcgTraceError(f"px_per_mm must be an integer >= 2, got {px_per_mm}")
@@ -201,65 +198,15 @@ def render_array(
     width_px, height_px, paper_px = width_mm * px_per_mm, height_mm * px_per_mm, paper_mm * px_per_mm
     dpi = 25.4 * px_per_mm
 
-    # Drawn on a transparent figure, then composited over the grid in numpy:
-    # much faster than letting matplotlib resample a figure-sized image.
-    fig = Figure(figsize=(width_px / dpi, height_px / dpi), dpi=dpi)
-    fig.patch.set_alpha(0.0)
-    FigureCanvasAgg(fig)
-    ax = fig.add_axes((0, 0, 1, 1))
-    ax.set_axis_off()
-    ax.patch.set_visible(False)
-    ax.set_xlim(0, width_mm)
-    ax.set_ylim(height_mm, 0)
+    fig, ax = _transparent_figure(width_px, height_px, dpi, width_mm, height_mm)
     pt_per_mm = 72.0 / 25.4
     font = max(6.0, 2.6 * pt_per_mm)
 
-    lead_rows = []
-    segments = []
-    row_top = float(TOP_MM)
-    time_mm = LEFT_MM + np.arange(n) * (MM_PER_S / fs)
-    for j, (height, baseline) in enumerate(rows):
-        base_mm = row_top + baseline
-        y = base_mm - signal[:, j] * MM_PER_MV
-        segments.append(np.column_stack([time_mm, y]))
-        # calibration pulse: 1 mV (10 mm) for 200 ms (5 mm)
-        x0 = LEFT_MM - 12.0
-        segments.append(np.array([[x0 - 2, base_mm], [x0, base_mm], [x0, base_mm - 10], [x0 + 5, base_mm - 10], [x0 + 5, base_mm], [x0 + 7, base_mm]]))
-        ax.text(1.0, row_top + 1.0, window.leads[j], fontsize=font * 1.15, fontweight="bold", va="top", ha="left", color="black")
-        lead_rows.append({"lead": window.leads[j], "top_px": int(round(row_top * px_per_mm)), "height_px": int(height * px_per_mm), "baseline_px": int(round(base_mm * px_per_mm))})
-        row_top += height
-    ax.add_collection(LineCollection(segments, colors="black", linewidths=1.8 * 72.0 / dpi, capstyle="round", joinstyle="round", antialiased=True))
-
-    def x_of(t: float) -> float:
-        return LEFT_MM + (t - t0_s) * MM_PER_S
-
+    lead_rows = _draw_traces(ax, window, signal, rows, fs, font, px_per_mm, dpi)
     highlights = _spans(highlight_spans_ms, "highlight")
     overlays = _spans(overlay_spans_ms, "overlay")
-    row_extent = {r["lead"]: (r["top_px"] / px_per_mm, r["height_px"] / px_per_mm) for r in lead_rows}
-    for spans, style in ((highlights, "highlight"), (overlays, "overlay")):
-        for a_ms, b_ms, lead in spans:
-            a, b = max(a_ms / 1000.0, t0_s), min(b_ms / 1000.0, t1_s)
-            if b < a:
-                continue
-            top, h = (float(TOP_MM), paper_mm - float(TOP_MM)) if lead not in row_extent else row_extent[lead]
-            w = max((b - a) * MM_PER_S, 0.4)
-            if style == "highlight":
-                ax.add_patch(Rectangle((x_of(a), top), w, h, facecolor=HIGHLIGHT_RGBA, edgecolor="none", zorder=1))
-            else:
-                ax.add_patch(Rectangle((x_of(a), top + 0.3), w, h - 0.6, fill=False, edgecolor=OVERLAY_RGB, hatch="///", linewidth=1.6, zorder=3))
-
-    ticks = []
-    step = float(tick_every_s)
-    first = math.ceil(t0_s / step - 1e-9) * step
-    k = 0
-    while first + k * step <= t1_s + 1e-9:
-        t = round(first + k * step, 6)
-        k += 1
-        x = x_of(t)
-        label = f"{t:g} s" if abs(t - round(t)) > 1e-9 else f"{int(round(t))} s"
-        ax.plot([x, x], [paper_mm, paper_mm + 1.5], color="black", linewidth=1.0 * 72.0 / dpi * 1.5)
-        ax.text(x, paper_mm + 1.8, label, fontsize=font, ha="center", va="top", color="black")
-        ticks.append({"t_s": float(t), "x_px": int(round(x * px_per_mm)), "label": label})
+    _draw_spans(ax, highlights, overlays, lead_rows, t0_s, t1_s, paper_mm, px_per_mm)
+    ticks = _draw_time_ticks(ax, t0_s, t1_s, float(tick_every_s), paper_mm, font, px_per_mm, dpi)
     if title is None:
         title = f"{', '.join(window.leads)}   {MM_PER_S:g} mm/s   {MM_PER_MV:g} mm/mV   fs {fs:g} Hz   window {t0_s:.3f}-{t1_s:.3f} s from the recording start"
     ax.text(LEFT_MM, TOP_MM / 2.0, title, fontsize=font, ha="left", va="center", color="black")
@@ -288,6 +235,86 @@ def render_array(
         params={"px_per_mm": px_per_mm, "fs_hz": fs, "leads": list(window.leads), "sampfrom": int(window.sampfrom), "n_samples": int(n)},
     )
     return rgb, layout
+
+
+def _transparent_figure(width_px: int, height_px: int, dpi: float, width_mm: float, height_mm: float) -> tuple[Any, Any]:
+    """A figure in paper millimetres (y down) on a transparent canvas.
+
+    The traces are drawn on it and then composited over the grid in numpy:
+    much faster than letting matplotlib resample a figure-sized image.
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width_px / dpi, height_px / dpi), dpi=dpi)
+    fig.patch.set_alpha(0.0)
+    FigureCanvasAgg(fig)
+    ax = fig.add_axes((0, 0, 1, 1))
+    ax.set_axis_off()
+    ax.patch.set_visible(False)
+    ax.set_xlim(0, width_mm)
+    ax.set_ylim(height_mm, 0)
+    return fig, ax
+
+
+def _draw_traces(ax: Any, window: SignalWindow, signal: np.ndarray, rows: list[tuple[int, float]], fs: float, font: float,
+                 px_per_mm: int, dpi: float) -> list[dict[str, Any]]:
+    """Each lead's trace, its 1 mV calibration pulse and its label; returns the lead rows (pixels)."""
+    from matplotlib.collections import LineCollection
+
+    lead_rows = []
+    segments = []
+    row_top = float(TOP_MM)
+    time_mm = LEFT_MM + np.arange(signal.shape[0]) * (MM_PER_S / fs)
+    for j, (height, baseline) in enumerate(rows):
+        base_mm = row_top + baseline
+        y = base_mm - signal[:, j] * MM_PER_MV
+        segments.append(np.column_stack([time_mm, y]))
+        # calibration pulse: 1 mV (10 mm) for 200 ms (5 mm)
+        x0 = LEFT_MM - 12.0
+        segments.append(np.array([[x0 - 2, base_mm], [x0, base_mm], [x0, base_mm - 10], [x0 + 5, base_mm - 10], [x0 + 5, base_mm], [x0 + 7, base_mm]]))
+        ax.text(1.0, row_top + 1.0, window.leads[j], fontsize=font * 1.15, fontweight="bold", va="top", ha="left", color="black")
+        lead_rows.append({"lead": window.leads[j], "top_px": int(round(row_top * px_per_mm)), "height_px": int(height * px_per_mm), "baseline_px": int(round(base_mm * px_per_mm))})
+        row_top += height
+    ax.add_collection(LineCollection(segments, colors="black", linewidths=1.8 * 72.0 / dpi, capstyle="round", joinstyle="round", antialiased=True))
+    return lead_rows
+
+
+def _draw_spans(ax: Any, highlights: list[tuple[float, float, Any]], overlays: list[tuple[float, float, Any]],
+                lead_rows: list[dict[str, Any]], t0_s: float, t1_s: float, paper_mm: float, px_per_mm: int) -> None:
+    """True evidence shaded green, a model's chosen span outlined in blue (one lead's row, or all rows)."""
+    from matplotlib.patches import Rectangle
+
+    row_extent = {r["lead"]: (r["top_px"] / px_per_mm, r["height_px"] / px_per_mm) for r in lead_rows}
+    for spans, style in ((highlights, "highlight"), (overlays, "overlay")):
+        for a_ms, b_ms, lead in spans:
+            a, b = max(a_ms / 1000.0, t0_s), min(b_ms / 1000.0, t1_s)
+            if b < a:
+                continue
+            top, h = (float(TOP_MM), paper_mm - float(TOP_MM)) if lead not in row_extent else row_extent[lead]
+            w = max((b - a) * MM_PER_S, 0.4)
+            x = LEFT_MM + (a - t0_s) * MM_PER_S
+            if style == "highlight":
+                ax.add_patch(Rectangle((x, top), w, h, facecolor=HIGHLIGHT_RGBA, edgecolor="none", zorder=1))
+            else:
+                ax.add_patch(Rectangle((x, top + 0.3), w, h - 0.6, fill=False, edgecolor=OVERLAY_RGB, hatch="///", linewidth=1.6, zorder=3))
+
+
+def _draw_time_ticks(ax: Any, t0_s: float, t1_s: float, step: float, paper_mm: float, font: float, px_per_mm: int,
+                     dpi: float) -> list[dict[str, Any]]:
+    """Time labels (s from the recording start) under the paper every ``step`` seconds."""
+    ticks = []
+    first = math.ceil(t0_s / step - 1e-9) * step
+    k = 0
+    while first + k * step <= t1_s + 1e-9:
+        t = round(first + k * step, 6)
+        k += 1
+        x = LEFT_MM + (t - t0_s) * MM_PER_S
+        label = f"{t:g} s" if abs(t - round(t)) > 1e-9 else f"{int(round(t))} s"
+        ax.plot([x, x], [paper_mm, paper_mm + 1.5], color="black", linewidth=1.0 * 72.0 / dpi * 1.5)
+        ax.text(x, paper_mm + 1.8, label, fontsize=font, ha="center", va="top", color="black")
+        ticks.append({"t_s": float(t), "x_px": int(round(x * px_per_mm)), "label": label})
+    return ticks
 
 
 def _composite(rgba: np.ndarray, background: np.ndarray) -> np.ndarray:

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from ecgtrace.errors import EcgTraceError, WindowError
-from ecgtrace.tools._render_paper import LEFT_MM, MM_PER_S, _row_heights_mm, render_array
+from ecgtrace.tools._render_paper import DEFAULT_WINDOW_S, LEFT_MM, MM_PER_S, _row_heights_mm, render_array
 from ecgtrace.tools.records import RecordInfo, read_samples
 
 VIDEO_VERSION = "1"
@@ -97,8 +97,6 @@ def render_mp4(
     """
     import imageio_ffmpeg
 
-    from ecgtrace.tools.render import mp4_frame_times
-
     started = time.perf_counter()
     fs = info.fs_hz
     a, b = int(round(t0_s * fs)), int(round(t1_s * fs))
@@ -171,3 +169,14 @@ def render_mp4(
         elapsed_s=time.perf_counter() - started,
         params={"record": info.name, "t0_s": t0_s, "t1_s": t1_s, "leads": list(window.leads), "px_per_mm": px_per_mm, "codec": "libx264"},
     )
+
+
+def mp4_frame_times(t0_s: float, t1_s: float, *, window_s: float = DEFAULT_WINDOW_S, fps: float = 10.0, speedup: float = 1.0) -> np.ndarray:
+    """Start time (s) of the window shown in each video frame: the frame count is ``len`` of this."""
+    if fps <= 0 or speedup <= 0:
+        raise EcgTraceError(f"fps and speedup must be > 0, got fps={fps}, speedup={speedup}")
+    window_s = min(window_s, t1_s - t0_s)
+    travel_s = max(t1_s - t0_s - window_s, 0.0)
+    step_s = speedup / fps
+    n = int(math.floor(travel_s / step_s + 1e-9)) + 1
+    return t0_s + step_s * np.arange(n)

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from ecgtrace.errors import RecordError
-from ecgtrace.tools.records import RecordInfo, _mv_scale, parse_patient
+from ecgtrace.tools._record_header import RecordInfo, _mv_scale, parse_patient
 
 _EDF_ANNOTATIONS = "EDF Annotations"
 

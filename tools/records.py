@@ -17,75 +17,22 @@ import os
 import re
 import warnings
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ecgtrace.errors import RecordError, WindowError
+from ecgtrace.tools._record_header import RecordInfo, _mv_scale, parse_patient
+from ecgtrace.tools.edf import open_edf, read_edf_samples
 
 # bytes per sample for the formats whose file size we can check exactly
 _BYTES_PER_SAMPLE = {"8": 1.0, "16": 2.0, "24": 3.0, "32": 4.0, "61": 2.0, "80": 1.0, "160": 2.0, "212": 1.5, "310": 4 / 3, "311": 4 / 3}
 _SUPPORTED_FORMATS = set(_BYTES_PER_SAMPLE) | {"508", "516", "524"}
-_MV_PER_UNIT = {"mv": 1.0, "uv": 1e-3, "µv": 1e-3, "μv": 1e-3, "v": 1e3, "nu": 1.0, "": 1.0}
 
 #: Flat means a peak-to-peak excursion under this many mV over a whole probe window.
 FLAT_LEAD_PTP_MV = 0.01
-
-
-@dataclass(frozen=True)
-class RecordInfo:
-    """Header summary of a record; cheap to build, holds no samples."""
-
-    path: str
-    name: str
-    kind: str  # "wfdb" or "edf"
-    fs_hz: float
-    n_samples: int
-    leads: tuple[str, ...]
-    units: tuple[str, ...]
-    gains: tuple[float, ...]
-    formats: tuple[str, ...]
-    comments: tuple[str, ...] = ()
-    patient: dict[str, Any] = field(default_factory=dict)
-    unusable_leads: tuple[str, ...] = ()
-
-    @property
-    def duration_s(self) -> float:
-        return self.n_samples / self.fs_hz
-
-    @property
-    def usable_leads(self) -> tuple[str, ...]:
-        return tuple(lead for lead in self.leads if lead not in self.unusable_leads)
-
-    def lead_index(self, lead: str | int) -> int:
-        """Index of a lead given by name (case-insensitive) or position."""
-        if isinstance(lead, int):
-            if not 0 <= lead < len(self.leads):
-                raise WindowError(f"{self.name}: lead index {lead} out of range 0..{len(self.leads) - 1}")
-            return lead
-        lowered = [name.lower() for name in self.leads]
-        if lead.lower() not in lowered:
-            raise WindowError(f"{self.name}: no lead named {lead!r}; leads are {', '.join(self.leads)}")
-        return lowered.index(lead.lower())
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "path": self.path,
-            "name": self.name,
-            "kind": self.kind,
-            "fs_hz": float(self.fs_hz),
-            "n_samples": int(self.n_samples),
-            "duration_s": round(float(self.duration_s), 6),
-            "leads": list(self.leads),
-            "units": list(self.units),
-            "gains": [float(g) for g in self.gains],
-            "formats": list(self.formats),
-            "comments": list(self.comments),
-            "patient": dict(self.patient),
-            "unusable_leads": list(self.unusable_leads),
-        }
 
 
 @dataclass(frozen=True)
@@ -159,7 +106,6 @@ def open_record(path: str | os.PathLike[str], *, check_leads: bool = True) -> Re
     """
     base, kind = resolve_record_path(path)
     if kind == "edf":
-        from ecgtrace.tools.edf import open_edf
 
         info = open_edf(base)
     else:
@@ -259,47 +205,9 @@ def _check_signal_files(base: Path, header: Any, n_samples: int) -> None:
             raise RecordError(f"{file_path}: truncated signal file: {actual} bytes hold about {max(have, 0)} of the {n_samples} samples the header promises")
 
 
-_PATIENT_PATTERNS = {
-    "age": re.compile(r"<?\bage\b>?\s*[:=]?\s*(\d{1,3})", re.IGNORECASE),
-    "sex": re.compile(r"<?\bsex\b>?\s*[:=]?\s*(male|female|m|f)\b", re.IGNORECASE),
-}
-
-
-def parse_patient(comments: Sequence[str]) -> dict[str, Any]:
-    """Patient fields from header comments; fields that are absent stay absent.
-
-    Recognizes MIT-BIH (``69 M 1085 1629 x1``), LUDB (``<age>: 51``) and
-    CinC/NSR2DB (``Age: 64 Sex: F``) conventions.
-    """
-    patient: dict[str, Any] = {}
-    text = " ".join(comments)
-    age = _PATIENT_PATTERNS["age"].search(text)
-    sex = _PATIENT_PATTERNS["sex"].search(text)
-    if age is None and sex is None and comments:
-        # MIT-BIH: first comment line starts "<age> <sex> ..."
-        match = re.match(r"\s*(\d{1,3})\s+([MF])\b", comments[0])
-        if match:
-            age, sex = match, match
-            patient["age_years"] = int(match.group(1))
-            patient["sex"] = "male" if match.group(2) == "M" else "female"
-            return patient
-    if age is not None and 0 < int(age.group(1)) < 130:
-        patient["age_years"] = int(age.group(1))
-    if sex is not None:
-        patient["sex"] = "male" if sex.group(1).lower().startswith("m") else "female"
-    diagnoses = [c.split(":", 1)[1].strip() for c in comments if c.lower().startswith(("dx:", "diagnos"))]
-    if diagnoses and diagnoses[0]:
-        patient["dx"] = diagnoses[0]
-    return patient
-
-
 def _one_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return (text[0] if text else type(exc).__name__)[:200]
-
-
-def _mv_scale(unit: str) -> float:
-    return _MV_PER_UNIT.get(unit.strip().lower(), 1.0)
 
 
 def read_samples(info: RecordInfo, sampfrom: int, sampto: int, leads: Sequence[str | int] | None = None) -> SignalWindow:
@@ -316,7 +224,6 @@ def read_samples(info: RecordInfo, sampfrom: int, sampto: int, leads: Sequence[s
     if not indices:
         raise WindowError(f"{info.name}: no leads requested")
     if info.kind == "edf":
-        from ecgtrace.tools.edf import read_edf_samples
 
         signal = read_edf_samples(info, sampfrom, sampto, indices)
     else:

@@ -20,20 +20,22 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from ecgtrace.errors import EcgTraceError, WindowError
 from ecgtrace.tools.records import RecordInfo, SignalWindow, read_samples, read_window
 
-if TYPE_CHECKING:  # pragma: no cover
-    from ecgtrace.tools._render_paper import PaperRender
-    from ecgtrace.tools._render_video import VideoRender
+from ecgtrace.tools._render_paper import DEFAULT_WINDOW_S, PaperRender
+from ecgtrace.tools._render_paper import render_png as _render_png
+from ecgtrace.tools._render_video import VideoRender, mp4_frame_times
+from ecgtrace.tools._render_video import render_mp4 as _render_mp4
+
+__all__ = ["DEFAULT_WINDOW_S", "mp4_frame_times", "render_mp4", "render_png", "signal_to_text"]
 
 RENDER_VERSION = "1"
 TEXT_FORMAT = "ecgtrace-signal-text/1"
-DEFAULT_WINDOW_S = 10.0
 
 
 # --------------------------------------------------------------------------- windows
@@ -223,26 +225,11 @@ def parse_signal_text(text: str) -> ParsedSignalText:
 # --------------------------------------------------------------------------- images and video
 
 
-def render_png(window: SignalWindow, path: Any = None, **kwargs: Any) -> "PaperRender":
+def render_png(window: SignalWindow, path: Any = None, **kwargs: Any) -> PaperRender:
     """Draw the window on ECG paper; see :func:`ecgtrace.tools._render_paper.render_png`."""
-    from ecgtrace.tools._render_paper import render_png as _render_png
-
     return _render_png(window, path, **kwargs)
 
 
-def render_mp4(info: RecordInfo, t0_s: float, t1_s: float, path: Any, **kwargs: Any) -> "VideoRender":
+def render_mp4(info: RecordInfo, t0_s: float, t1_s: float, path: Any, **kwargs: Any) -> VideoRender:
     """A sliding 10 s window over ``[t0_s, t1_s)``; see :func:`ecgtrace.tools._render_video.render_mp4`."""
-    from ecgtrace.tools._render_video import render_mp4 as _render_mp4
-
     return _render_mp4(info, t0_s, t1_s, path, **kwargs)
-
-
-def mp4_frame_times(t0_s: float, t1_s: float, *, window_s: float = DEFAULT_WINDOW_S, fps: float = 10.0, speedup: float = 1.0) -> np.ndarray:
-    """Start time (s) of the window shown in each video frame: the frame count is ``len`` of this."""
-    if fps <= 0 or speedup <= 0:
-        raise EcgTraceError(f"fps and speedup must be > 0, got fps={fps}, speedup={speedup}")
-    window_s = min(window_s, t1_s - t0_s)
-    travel_s = max(t1_s - t0_s - window_s, 0.0)
-    step_s = speedup / fps
-    n = int(math.floor(travel_s / step_s + 1e-9)) + 1
-    return t0_s + step_s * np.arange(n)

@@ -13,7 +13,7 @@ import random
 from typing import Any
 
 from ecgtrace.agents.holter.facts import Facts
-from ecgtrace.contracts.vocabulary import COVERING_KINDS, EPISODE_KINDS, NORMAL
+from ecgtrace.contracts.vocabulary import COUNTABLE_KINDS, COVERING_KINDS, EPISODE_KINDS, NORMAL
 from ecgtrace.contracts.vocabulary import QA_EVENT_KINDS as EVENT_KINDS
 from ecgtrace.rubrics.template_schema import QATemplate
 
@@ -23,10 +23,10 @@ TASK_KINDS: dict[str, tuple[str, ...]] = {
     "closed_diagnosis": EVENT_KINDS,
     "open_diagnosis": EVENT_KINDS,
     "open_evidence": EVENT_KINDS,
-    "closed_count": ("pac", "pvc", "v_couplet", "vt", "svt", "pause"),
-    "open_count": ("pac", "pvc", "v_couplet", "vt", "svt", "pause"),
-    "closed_timing": ("pac", "pvc", "v_couplet", "vt", "svt", "pause"),
-    "open_timing": ("pac", "pvc", "v_couplet", "vt", "svt", "pause"),
+    "closed_count": COUNTABLE_KINDS,
+    "open_count": COUNTABLE_KINDS,
+    "closed_timing": COUNTABLE_KINDS,
+    "open_timing": COUNTABLE_KINDS,
 }
 EDGE_GUARD_MS = 1000
 EDGE_BEAT_MS = 300
