@@ -56,7 +56,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from ecgtrace.agents.exam.parsing import is_correct, json_values, parse_answer
+from ecgtrace.agents.exam.parsing import is_correct, json_values, parse_answer, strip_thinking
 
 SCORING_VERSION = "1"
 DEFAULT_TOLERANCE_MS = 150
@@ -70,7 +70,6 @@ MAE_REFERENCE: dict[str, dict[str, Any]] = {
 }
 CAP_SIGMAS = 5.0
 
-_THINK = re.compile(r"<think>.*?</think>", re.S | re.I)
 _NUM = r"(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?"
 _WORDS = {"zero": 0, "no": 0, "none": 0, "one": 1, "a single": 1, "single": 1, "two": 2, "three": 3, "four": 4,
           "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12}
@@ -82,13 +81,6 @@ _TIME_UNIT = re.compile(
 _CLOCK = re.compile(r"(?<![\d:.])(\d{1,2}):(\d{2}):(\d{2})(?:\.(\d{1,3}))?(?![\d:])")
 _UNIT_MS = {"ms": 1.0, "msec": 1.0, "millisecond": 1.0, "s": 1000.0, "sec": 1000.0, "second": 1000.0,
             "min": 60000.0, "minute": 60000.0, "h": 3.6e6, "hr": 3.6e6, "hour": 3.6e6}
-
-
-def strip_thinking(text: str) -> str:
-    body = _THINK.sub(" ", text)
-    if "<think>" in body.lower():
-        body = body[body.lower().rfind("<think>") + 7:]
-    return body
 
 
 def _to_float(token: str) -> float:
