@@ -163,7 +163,7 @@ def build_record(
             seen.add(t0)
             if kept[True] >= max_per_diagnosis and kept[False] >= max_per_diagnosis:
                 break
-            item = _candidate(graph, info, table, labels, mapped, t0, t0 + width, kept, max_per_diagnosis, cache, out, seed)
+            item = _candidate(graph, info, table, labels, mapped, t0, t0 + width, kept, max_per_diagnosis, cache, out, seed, graphs)
             if item is not None:
                 out.items.append(item)
         _balance(out, graph.id, rng)
@@ -173,14 +173,14 @@ def build_record(
     return out
 
 
-def _candidate(graph, info, table, labels, mapped, t0, t1, kept, limit, cache, out: RecordBuild, seed) -> dict[str, Any] | None:
+def _candidate(graph, info, table, labels, mapped, t0, t1, kept, limit, cache, out: RecordBuild, seed, graphs=None) -> dict[str, Any] | None:
     drops = out.drops[graph.id]
     if any(b > t0 and a < t1 for a, b in labels.noise_spans_s):
         drops["noise"] += 1
         return None
-    expert = labels.label(graph, t0, t1) if mapped else None
+    expert, why = labels.label_reason(graph, t0, t1) if mapped else (None, "")
     if mapped and expert is None:
-        drops["label_ambiguous"] += 1
+        drops[f"label_ambiguous:{why}"] += 1
         return None
     if mapped and kept[bool(expert)] >= limit:
         return None  # quota already full for this label: not examined
@@ -194,9 +194,10 @@ def _candidate(graph, info, table, labels, mapped, t0, t1, kept, limit, cache, o
         drops[wf] += 1
         return None
     try:
-        path = evaluate(graph, wf.features)
+        path = evaluate(graph, wf.features, graphs)
     except MissingFeature as exc:
-        drops[f"feature_unavailable:{exc.feature}"] += 1
+        uncalibrated = wf.features.get("amplitudes_calibrated") is False  # mV values of a per-lead normalized record
+        drops[f"feature_unavailable:{exc.feature}" + (":amplitudes_not_calibrated" if uncalibrated else "")] += 1
         return None
     if mapped:
         stats = out.agreement[graph.id]
