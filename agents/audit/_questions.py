@@ -12,6 +12,12 @@ only with a margin). Randomness comes only from the
 questions drawn here are provisional: :func:`ecgtrace.agents.audit._surface.balance_surface`
 re-draws them over a whole set so that their text gives nothing away.
 
+Wave (time-range) questions offer only spans that look like candidates: the
+same length as the answer, each on a complex of the kind asked about (another
+beat's QRS, another run of as many complexes, the ST-T stretch beside a PR
+interval), never a stretch of baseline that "does it hold a QRS?" would rule
+out (:func:`wave_question`; ``ecgtrace bias`` has a visual prior for this).
+
 Measurement questions (bins sorted ascending, so position A is "the lowest
 bin") never offer a bin the finding just confirmed rules out (after "PR >
 200 ms: yes", no [180-200] ms). A value just past the threshold can then only
@@ -86,20 +92,39 @@ def _beat_span(beat: dict[str, Any]) -> tuple[float, float]:
     return on, off
 
 
+def _centred(span: tuple[float, float], length_s: float) -> tuple[float, float]:
+    centre = (span[0] + span[1]) / 2.0
+    return centre - length_s / 2.0, centre + length_s / 2.0
+
+
+def beat_option_span(beat: dict[str, Any], length_s: float) -> tuple[float, float]:
+    """A span of ``length_s`` centred on the beat's QRS: what every option of a beat question looks like."""
+    return _centred(_beat_span(beat), length_s)
+
+
+_BEAT_TARGETS: dict[str, Any] = {
+    "premature_beat": lambda b: b["premature"],
+    "v_beat": lambda b: b["premature"] and b["wide"] is True,
+    "s_beat": lambda b: b["premature"] and b["wide"] is False,
+    "paced_beat": lambda b: b["cls"] == "Q",
+}
+
+
 def _wave_spans(target: str, beats: list[dict[str, Any]]) -> tuple[list[tuple[float, float]], list[tuple[float, float]]]:
-    """(correct spans, decoy spans from other beats) for a wave target, absolute seconds."""
+    """(correct spans, candidate decoy spans) for a wave target, absolute seconds.
+
+    Every decoy looks like a candidate (:func:`wave_question` gives it the
+    answer's length): a beat question's decoys are the other beats' QRS
+    complexes, a run's the same number of complexes starting at another beat,
+    a PR interval's the ST-T stretch after each QRS (a wave, like the P wave in
+    the PR interval), an RR question's the other RR intervals.
+    """
     def spans(sel: list[dict[str, Any]]) -> list[tuple[float, float]]:
         return [_beat_span(b) for b in sel]
 
-    if target in ("premature_beat", "v_beat", "s_beat", "paced_beat"):
-        chooser = {
-            "premature_beat": lambda b: b["premature"],
-            "v_beat": lambda b: b["premature"] and b["wide"] is True,
-            "s_beat": lambda b: b["premature"] and b["wide"] is False,
-            "paced_beat": lambda b: b["cls"] == "Q",
-        }[target]
-        hit = [b for b in beats if chooser(b)]
-        return spans(hit), spans([b for b in beats if not chooser(b) and not b["premature"]])
+    if target in _BEAT_TARGETS:
+        chooser = _BEAT_TARGETS[target]
+        return spans([b for b in beats if chooser(b)]), spans([b for b in beats if not chooser(b) and not b["premature"]])
     if target in ("v_run", "s_run"):
         cls = "V" if target == "v_run" else "S"
         best: list[dict[str, Any]] = []
@@ -110,7 +135,9 @@ def _wave_spans(target: str, beats: list[dict[str, Any]]) -> tuple[list[tuple[fl
                 best = list(run)
         if len(best) < 2:
             return [], []
-        return [(_beat_span(best[0])[0], _beat_span(best[-1])[1])], []
+        length = _beat_span(best[-1])[1] - _beat_span(best[0])[0]
+        starts = [_beat_span(b)[0] for b in beats if b is not best[0]]
+        return [(_beat_span(best[0])[0], _beat_span(best[-1])[1])], [(a, a + length) for a in starts]
     if target == "longest_rr":
         pairs = [(beats[k - 1]["r_s"], beats[k]["r_s"]) for k in range(1, len(beats))]
         if not pairs:
@@ -119,9 +146,10 @@ def _wave_spans(target: str, beats: list[dict[str, Any]]) -> tuple[list[tuple[fl
         near = [p for p in pairs if (p[1] - p[0]) >= 0.9 * (longest[1] - longest[0])]  # ties are all correct
         return near, [p for p in pairs if p not in near]
     if target == "pr_interval":
-        return [(b["p_on_s"], b["qrs_on_s"]) for b in beats if b["p"] and b["p_on_s"] is not None and b["qrs_on_s"] is not None and b["cls"] == "N"], []
+        correct = [(b["p_on_s"], b["qrs_on_s"]) for b in beats if b["p"] and b["p_on_s"] is not None and b["qrs_on_s"] is not None and b["cls"] == "N"]
+        return correct, [(b["qrs_off_s"], b["qrs_off_s"]) for b in beats if b.get("qrs_off_s") is not None]
     if target == "qrs_complex":
-        return spans([b for b in beats if b["cls"] == "N" and not b["premature"]]), []
+        return spans([b for b in beats if b["cls"] == "N" and not b["premature"]]), [(b["qrs_off_s"], b["qrs_off_s"]) for b in beats if b.get("qrs_off_s") is not None]
     raise GroundingSkipped(f"unknown wave target {target}")
 
 
@@ -160,18 +188,34 @@ def pair_question(rule: GroundingRule, beats: list[dict[str, Any]], rng: np.rand
     return {"kind": "wave", "question": _pick(rng, rule.questions), "options": options, "answer": pair_text(first), "multi": False}
 
 
+def _as_long_as(span: tuple[float, float], length: float, target: str) -> tuple[float, float]:
+    """A decoy with the answer's length: centred on its beat (beat targets), else starting where it starts."""
+    if target in _BEAT_TARGETS:
+        return _centred(span, length)
+    return span[0], span[0] + length
+
+
 def wave_question(rule: GroundingRule, beats: list[dict[str, Any]], t0_s: float, t1_s: float, rng: np.random.Generator) -> dict[str, Any]:
+    """A time-range question whose every option looks like a candidate (see :func:`_wave_spans`).
+
+    Decoys take the answer's length (RR questions keep their own: the options
+    are RR intervals) and may overlap a correct span or another option by at
+    most 30 % (:data:`MIN_DECOY_GAP`). With fewer plausible decoys than the
+    rule's ``n_options - 1`` the question has fewer options (at least 2),
+    never a filler span that a "does it hold a QRS?" look could rule out.
+    """
     if rule.target == "dropped_beat_pair":
         return pair_question(rule, beats, rng)
-    correct, decoys = _wave_spans(rule.target or "", beats)
+    target = rule.target or ""
+    correct, decoys = _wave_spans(target, beats)
     correct = [c for c in correct if c[0] >= t0_s and c[1] <= t1_s]
     if not correct:
         raise GroundingSkipped(f"no_wave_target:{rule.target}")
     answer = correct[int(rng.integers(len(correct)))]
     length = answer[1] - answer[0]
+    if target != "longest_rr":
+        decoys = [_as_long_as(d, length, target) for d in decoys]
     pool = [d for d in decoys if d[0] >= t0_s and d[1] <= t1_s]
-    shifts = [answer[0] + s for s in np.arange(-6.0, 6.0, 0.35)]
-    pool += [(s, s + length) for s in shifts if t0_s <= s and s + length <= t1_s]
     rel = lambda span: span_text(span[0], span[1])  # noqa: E731  (absolute, like the assets' time axis)
     chosen: list[tuple[float, float]] = [answer]
     texts = {rel(answer)}

@@ -20,6 +20,13 @@ three probes are run, per task / stage, per diagnosis / finding, and overall:
   question; its accuracy is tested against chance (``1/n_q``; multi-select:
   ``1/(2^n_q - 1)``, exact set) with the same exact one-sided test.
 
+* **Visual prior** (time-range and time-set questions only): picks the option
+  by what the signal shows there (an R peak inside the span, times on beats),
+  read from the signal the examinee is shown and never from the question
+  (:mod:`ecgtrace.agents.exam._visual_prior`); its accuracy is tested against
+  chance like the text-only prior. A dataset whose correct spans alone hold a
+  QRS complex is flagged here.
+
 * **Select all** (multi-select questions only): how often "every option" is
   the exact answer, against ``1/(2^n_q - 1)``. A dataset where findings show in
   every lead lets a text-only model answer lead questions this way; the
@@ -27,8 +34,8 @@ three probes are run, per task / stage, per diagnosis / finding, and overall:
 
 p-values are Holm-adjusted over every test in the report; a part of the
 dataset is **flagged** when an adjusted p is below ``alpha`` (default 0.05):
-``position``, ``longest``, ``shortest``, ``prior`` (text-only beats chance) or
-``select_all``.
+``position``, ``longest``, ``shortest``, ``prior`` (text-only beats chance),
+``visual`` (the visual prior beats chance) or ``select_all``.
 Groups with fewer than :data:`MIN_N` questions are reported but not tested.
 """
 
@@ -45,7 +52,7 @@ from ecgtrace.errors import EcgTraceError
 
 MIN_N = 5
 ALPHA = 0.05
-PROBES = ("position", "longest", "shortest", "prior", "select_all")
+PROBES = ("position", "longest", "shortest", "prior", "visual", "select_all")
 
 
 # ------------------------------------------------------------------ questions
@@ -78,11 +85,25 @@ def _audit_questions(file: Path) -> list[dict[str, Any]]:
 
     out = []
     for item in load_items(file, "audit").items:
+        text = _asset_path(file.parent, item.assets.text)
         for turn in plan_turns(item):
             task = f"audit:{turn['stage']}" + (f":{turn['kind']}" if turn.get("kind") else "")
             out.append({"source": "audit", "id": f"{item.id}#{turn['index']}", "task": task, "finding": item.diagnosis,
-                        "options": turn["options"], "answer": turn["answer"], "multi": turn["multi"]})
+                        "options": turn["options"], "answer": turn["answer"], "multi": turn["multi"], "text_asset": text})
     return out
+
+
+def _asset_path(base_dir: Path, rel: str | None) -> Path | None:
+    """A text asset inside the dataset folder (None when absent or outside it)."""
+    from ecgtrace.errors import EcgTraceError
+    from ecgtrace.jsonio import safe_join
+
+    if not rel:
+        return None
+    try:
+        return safe_join(base_dir, rel)
+    except EcgTraceError:
+        return None
 
 
 def _qa_questions(file: Path) -> list[dict[str, Any]]:
@@ -90,7 +111,8 @@ def _qa_questions(file: Path) -> list[dict[str, Any]]:
     from ecgtrace.contracts.datasets import load_items
 
     return [{"source": "qa", "id": item.id, "task": item.task, "finding": item.finding, "options": list(item.options),
-             "answer": item.answer, "multi": False} for item in load_items(file, "qa").items if item.options]
+             "answer": item.answer, "multi": False, "text_asset": _asset_path(file.parent, item.modalities.text)}
+            for item in load_items(file, "qa").items if item.options]
 
 
 # ------------------------------------------------------------------ statistics
@@ -179,6 +201,26 @@ def _prior(questions: list[dict[str, Any]]) -> dict[str, Any]:
             "p": poisson_binomial_sf(hits, probs) if n >= MIN_N else None}
 
 
+def visual_answers(questions: list[dict[str, Any]]) -> list[bool | None]:
+    """Whether the visual prior (:mod:`ecgtrace.agents.exam._visual_prior`) answers each question correctly; None: not asked."""
+    from ecgtrace.agents.exam._visual_prior import is_time_option, signal_peaks, visual_choice
+
+    out: list[bool | None] = []
+    for q in questions:
+        choice = visual_choice(q, signal_peaks(q.get("text_asset"))) if all(is_time_option(o) for o in q["options"]) else None
+        out.append(None if choice is None else choice == q["answer"])
+    return out
+
+
+def _visual(questions: list[dict[str, Any]]) -> dict[str, Any]:
+    asked = [q for q in questions if q.get("visual_ok") is not None]
+    hits = sum(1 for q in asked if q["visual_ok"])
+    probs = [1.0 / len(q["options"]) for q in asked]
+    n = len(asked)
+    return {"n": n, "correct": hits, "accuracy": round(hits / n, 6) if n else None, "chance": round(sum(probs) / n, 6) if n else None,
+            "p": poisson_binomial_sf(hits, probs) if n >= MIN_N else None}
+
+
 def _holm(pvalues: list[float]) -> list[float]:
     order = sorted(range(len(pvalues)), key=lambda i: pvalues[i])
     adjusted = [0.0] * len(pvalues)
@@ -194,8 +236,8 @@ def probe(path: str | Path, *, alpha: float = ALPHA) -> dict[str, Any]:
     questions = collect_questions(path)
     if not questions:
         raise EcgTraceError(f"{path}: no closed questions to probe")
-    for q, ok in zip(questions, prior_answers(questions)):
-        q["prior_ok"] = ok
+    for q, ok, seen in zip(questions, prior_answers(questions), visual_answers(questions)):
+        q["prior_ok"], q["visual_ok"] = ok, seen
     groups: list[dict[str, Any]] = []
     for source in sorted({q["source"] for q in questions}):
         mine = [q for q in questions if q["source"] == source]
@@ -209,7 +251,7 @@ def probe(path: str | Path, *, alpha: float = ALPHA) -> dict[str, Any]:
         for by, name, qs in parts:
             groups.append({"source": source, "by": by, "group": name, "n": len(qs), "position": _position(qs),
                            "longest": _length(qs, True), "shortest": _length(qs, False), "prior": _prior(qs),
-                           "select_all": _select_all(qs)})
+                           "visual": _visual(qs), "select_all": _select_all(qs)})
     tests = [(g, key) for g in groups for key in PROBES if g[key]["p"] is not None]
     adjusted = _holm([g[key]["p"] for g, key in tests])
     for g in groups:
@@ -218,7 +260,7 @@ def probe(path: str | Path, *, alpha: float = ALPHA) -> dict[str, Any]:
         g[key]["p"] = round(g[key]["p"], 8)
         g[key]["p_holm"] = round(p_adj, 8)
         significant = p_adj < alpha
-        if key == "prior":
+        if key in ("prior", "visual"):
             significant = significant and g[key]["accuracy"] > g[key]["chance"]
         if significant:
             g["flags"].append(key)

@@ -8,7 +8,10 @@ to guess from the rows.
 
 Format 1 headers (``ecgtrace-audit-run/1``, written before the header named
 its kind) are still read: an identity with ``kind: "qa"`` was a QA run, any
-other an audit.
+other an audit. Format 3 (``ecgtrace-run/3``) adds the kind ``probe``
+(counterfactual probes, :mod:`ecgtrace.contracts.probe`); audit and QA runs
+still write format 2, so versions that read only format 2 keep reading them,
+and refuse a probe run by its format instead of misreading it.
 """
 
 from __future__ import annotations
@@ -18,10 +21,14 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 RUN_FORMAT = "ecgtrace-run/2"
+#: The header format that introduced the ``probe`` kind.
+PROBE_RUN_FORMAT = "ecgtrace-run/3"
 #: Header formats this version reads.
-READABLE_RUN_FORMATS: tuple[str, ...] = ("ecgtrace-audit-run/1", RUN_FORMAT)
+READABLE_RUN_FORMATS: tuple[str, ...] = ("ecgtrace-audit-run/1", RUN_FORMAT, PROBE_RUN_FORMAT)
+#: The format a new header of each kind is written in (the oldest that can hold it).
+RUN_FORMAT_OF_KIND: dict[str, str] = {"audit": RUN_FORMAT, "qa": RUN_FORMAT, "probe": PROBE_RUN_FORMAT}
 
-RunKind = Literal["audit", "qa"]
+RunKind = Literal["audit", "qa", "probe"]
 
 
 class RunHeader(BaseModel):
@@ -50,12 +57,16 @@ class RunHeader(BaseModel):
         if isinstance(data, dict) and "kind" not in data:
             identity = data.get("identity") if isinstance(data.get("identity"), dict) else {}
             data = {**data, "kind": "qa" if identity.get("kind") == "qa" else "audit"}
+        if isinstance(data, dict) and "format" not in data:  # a new header: the format its kind needs
+            data = {**data, "format": RUN_FORMAT_OF_KIND.get(str(data.get("kind")), RUN_FORMAT)}
         return data
 
     @model_validator(mode="after")
     def _readable(self) -> RunHeader:
         if self.format not in READABLE_RUN_FORMATS:
             raise ValueError(f"unknown run format {self.format!r} (this version reads {', '.join(READABLE_RUN_FORMATS)})")
+        if self.kind == "probe" and self.format != PROBE_RUN_FORMAT:
+            raise ValueError(f"a probe run needs header format {PROBE_RUN_FORMAT}, got {self.format!r}")
         return self
 
     def to_json(self) -> dict[str, Any]:
@@ -140,6 +151,10 @@ class QASample(BaseModel):
         return self.model_dump(mode="json")
 
 
-def sample_model(kind: str) -> type[AuditSample] | type[QASample]:
-    """The sample row model of a run kind."""
+def sample_model(kind: str) -> Any:
+    """The sample row model of a run kind (``audit``, ``qa``, ``probe``)."""
+    if kind == "probe":
+        from ecgtrace.contracts.probe import ProbeSample
+
+        return ProbeSample
     return QASample if kind == "qa" else AuditSample

@@ -166,5 +166,8 @@ AUDIT_STAGES: tuple[str, ...] = ("initial", "criterion", "finding", "grounding",
 GROUNDING_KINDS: tuple[str, ...] = ("lead", "wave", "measurement")
 #: Conversation modes: teacher forcing (ERB) or stop at the first error (CXReasonBench).
 EXAM_MODES: tuple[str, ...] = ("teacher", "stop")
-#: What a run examines.
-RUN_KINDS: tuple[str, ...] = ("audit", "qa")
+#: What a run examines (``probe``: originals and their counterfactuals, run header format 3).
+RUN_KINDS: tuple[str, ...] = ("audit", "qa", "probe")
+#: Counterfactual probes: the evidence taken out, moved, the same question asked of an opposite window,
+#: and a control edit that changes nothing a reader should see (:mod:`ecgtrace.tools.counterfactual`).
+COUNTERFACTUAL_KINDS: tuple[str, ...] = ("remove", "move", "swap", "control")

@@ -1,0 +1,252 @@
+"""Which edit each audit item gets, by kind and diagnosis, and making it on the item's window.
+
+* ``remove`` (the evidence taken out; the diagnosis should flip):
+
+  ========================================  =====================================================
+  diagnosis (label)                          edit
+  ========================================  =====================================================
+  pvc, vt, ventricular bigeminy/trigeminy   every V beat of the window removed, sinus rhythm restored
+  pac, svt                                  every S beat removed, sinus rhythm restored
+  sinus pause                               the missing beat(s) put into the long RR
+  first-degree AV block                     every P wave moved to a PR of 160 ms
+  af (present)                              P waves restored (the record's own sinus P wave)
+  af (absent, irregular RR)                 P waves removed
+  ST elevation / depression / ischaemia     the ST segment brought back to the PR baseline
+  LBBB / RBBB                               every beat replaced by a narrow beat of the same record
+  ========================================  =====================================================
+
+* ``move``: the only ectopic beat of a PVC or PAC window moved to the place of
+  a normal beat offered as a decoy of its wave question (no timing shift, so
+  every other option keeps its meaning);
+* ``control``: one normal beat, away from any ectopic beat, replaced by the
+  window's median normal beat.
+
+Every edit works on the item's window with context (:func:`ecgtrace.agents.probe._signal.context_window`)
+and is seeded by the item id. An item that gets no edit of a kind says why
+(:class:`Skip`).
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ecgtrace.agents.audit._features import BeatTable, WindowFeatures, window_features
+from ecgtrace.agents.probe._signal import SYMBOL_OF_CLASS, beat_marks, context_window, crop, item_bounds
+from ecgtrace.tools import counterfactual as cf
+from ecgtrace.tools.records import RecordInfo, SignalWindow, read_samples
+
+ECTOPIC_CLASS = {"pvc": "V", "vt": "V", "ventricular_bigeminy": "V", "ventricular_trigeminy": "V", "pac": "S", "svt": "S"}
+MOVABLE = {"pvc": "V", "pac": "S"}
+ST_DIAGNOSES = ("st_elevation", "st_depression", "anterior_ischemia", "inferior_ischemia", "lateral_ischemia")
+WIDE_DIAGNOSES = ("lbbb", "rbbb", "lbbb_beats", "rbbb_beats")
+#: PR (ms) a first-degree AV block counterfactual is given.
+NORMAL_PR_MS = 160.0
+#: A window lends its P wave (AF) or its narrow beat (bundle branch block) to another when it has these.
+SINUS_P_PCT = 80.0
+NARROW_QRS_MS = 110.0
+
+
+class Skip(Exception):
+    """This item gets no counterfactual of this kind (reason in args[0])."""
+
+
+@dataclass
+class Source:
+    """What is known of one audit item: its record, beat table, window, context and features."""
+
+    item: dict[str, Any]
+    info: RecordInfo
+    table: BeatTable
+    bounds: tuple[int, int]
+    window: SignalWindow
+    ctx: SignalWindow
+    features: WindowFeatures
+
+    @property
+    def ctx_index(self) -> np.ndarray:
+        s = np.asarray(self.table.samples, dtype=np.int64)
+        return np.flatnonzero((s >= self.ctx.sampfrom) & (s < self.ctx.sampto))
+
+    def ctx_beats(self) -> tuple[np.ndarray, np.ndarray]:
+        k = self.ctx_index
+        return np.asarray(self.table.samples, dtype=np.int64)[k], np.asarray(self.table.classes).astype(str)[k]
+
+    def in_window(self) -> list[int]:
+        """Indices (into :meth:`ctx_beats`) of the beats inside the item's window."""
+        s, _ = self.ctx_beats()
+        return [k for k, x in enumerate(s.tolist()) if self.bounds[0] <= x < self.bounds[1]]
+
+    def rng(self, kind: str, seed: int) -> np.random.Generator:
+        return np.random.default_rng([int(seed), zlib.crc32(f"{self.item['id']}:{kind}".encode())])
+
+
+def source_of(item: dict[str, Any], info: RecordInfo, table: BeatTable) -> Source:
+    from ecgtrace.tools.records import read_window
+
+    a, b = item_bounds(info, item["window"])
+    window = read_window(info, item["window"]["t0_s"], item["window"]["t1_s"])
+    return Source(item=item, info=info, table=table, bounds=(a, b), window=window, ctx=context_window(info, item["window"]["t0_s"], item["window"]["t1_s"]),
+                  features=window_features(window, table))
+
+
+@dataclass
+class Draft:
+    """An edit made on a source's context: the tools' result, and what it was meant to do."""
+
+    kind: str
+    edited: cf.Edited
+    evidence: list[int]  # indices into the source's ctx beats the edit is about
+    meant: str
+
+
+def _seed(src: Source, kind: str, seed: int) -> int:
+    return int(src.rng(kind, seed).integers(2**31))
+
+
+def remove(src: Source, others: list[Source], seed: int) -> Draft:
+    """The ``remove`` edit of one item (table in the module docstring)."""
+    dx, label = src.item["diagnosis"], bool(src.item["label"])
+    samples, classes = src.ctx_beats()
+    inside = src.in_window()
+    s = _seed(src, "remove", seed)
+    if dx in ECTOPIC_CLASS and label:
+        targets = [k for k in inside if classes[k] == ECTOPIC_CLASS[dx]]
+        if not targets:
+            raise Skip(f"no_{ECTOPIC_CLASS[dx]}_beat_in_window")
+        return Draft("remove", cf.remove_beats(src.ctx, samples, classes, targets, seed=s), targets, "ectopic beats removed")
+    if dx == "sinus_pause" and label:
+        opener = next((b for b in src.features.beats if b.get("opens_long_rr")), None)
+        if opener is None:
+            raise Skip("no_long_rr_marked")
+        k = int(np.argmin(np.abs(samples - round(opener["r_s"] * src.info.fs_hz))))
+        return Draft("remove", cf.fill_pause(src.ctx, samples, classes, k, seed=s), [k, k + 1], "pause filled")
+    if dx == "first_degree_av_block" and label:
+        m = beat_marks(src.ctx, samples)
+        return Draft("remove", cf.shorten_pr(src.ctx, samples, classes, m["p_on"], m["p_off"], m["qrs_on"], target_pr_ms=NORMAL_PR_MS, seed=s), [],
+                     f"PR shortened to {NORMAL_PR_MS:g} ms")
+    if dx == "af" and label:
+        return Draft("remove", cf.restore_p_waves(src.ctx, samples, classes, _sinus_p_wave(src, others), seed=s), [], "P waves restored")
+    if dx == "af" and not label and (src.features.features.get("rr_irregularity_pct") or 0) > 10:
+        m = beat_marks(src.ctx, samples)
+        return Draft("remove", cf.remove_p_waves(src.ctx, samples, classes, m["p_on"], m["p_off"], seed=s), [], "P waves removed")
+    if dx in ST_DIAGNOSES and label:
+        m = beat_marks(src.ctx, samples)
+        return Draft("remove", cf.flatten_st(src.ctx, samples, classes, m["qrs_on"], m["qrs_off"], seed=s), [], "ST segment brought to baseline")
+    if dx in WIDE_DIAGNOSES and label:
+        narrow = _narrow_beat(src, others)
+        return Draft("remove", cf.replace_beats(src.ctx, samples, classes, inside, template=narrow, seed=s), [], "wide beats replaced by a narrow beat")
+    raise Skip(f"no_remove_edit:{dx}:{'present' if label else 'absent'}")
+
+
+def _lender(src: Source, others: list[Source], wanted: Any, what: str) -> Source:
+    same = [o for o in others if o.item["record"]["path"] == src.item["record"]["path"] and o.item["id"] != src.item["id"] and wanted(o)]
+    if not same:
+        raise Skip(f"no_{what}_elsewhere_in_record")
+    return sorted(same, key=lambda o: o.item["id"])[0]
+
+
+def _sinus_p_wave(src: Source, others: list[Source]) -> Any:
+    donor = _lender(src, others, lambda o: (o.features.features.get("p_wave_present_pct") or 0) >= SINUS_P_PCT, "sinus_p_wave")
+    samples, classes = donor.ctx_beats()
+    m = beat_marks(donor.ctx, samples)
+    return cf.p_wave_template(donor.ctx, samples, classes, m["qrs_on"])
+
+
+def _narrow_beat(src: Source, others: list[Source]) -> Any:
+    donor = _lender(src, others, lambda o: (o.features.features.get("qrs_ms") or 1e9) <= NARROW_QRS_MS, "narrow_beat")
+    samples, classes = donor.ctx_beats()
+    return cf.median_beat(donor.ctx, samples, classes)
+
+
+def _wave_question(item: dict[str, Any]) -> dict[str, Any] | None:
+    for loop in item["loops"]:
+        for g in loop["grounding"]:
+            if g["kind"] == "wave":
+                return g
+    return None
+
+
+def move(src: Source, seed: int) -> Draft:
+    """The ``move`` edit: the window's only ectopic beat to the place of a normal beat offered as a decoy."""
+    from ecgtrace.agents.audit._questions import _beat_span
+    from ecgtrace.agents.exam._visual_prior import option_range_s
+
+    dx = src.item["diagnosis"]
+    if dx not in MOVABLE or not src.item["label"]:
+        raise Skip(f"no_move_edit:{dx}:{'present' if src.item['label'] else 'absent'}")
+    samples, classes = src.ctx_beats()
+    inside = src.in_window()
+    ectopic = [k for k in inside if classes[k] != "N"]
+    premature = [b for b in src.features.beats if b["premature"]]
+    if len(ectopic) != 1 or classes[ectopic[0]] != MOVABLE[dx] or len(premature) != 1:
+        raise Skip("move_needs_exactly_one_ectopic_beat")
+    question = _wave_question(src.item)
+    if question is None:
+        raise Skip("no_wave_question_to_localize")
+    spans = [option_range_s(o) for o in question["options"]]
+    fs = src.info.fs_hz
+    facts = {int(round(b["r_s"] * fs)): b for b in src.features.beats}
+    s = ectopic[0]
+    candidates = []
+    for k in inside:
+        if abs(k - s) < 3 or classes[k] != "N" or k - 1 < 0 or k + 1 >= len(classes) or classes[k - 1] != "N" or classes[k + 1] != "N":
+            continue
+        beat = facts.get(int(samples[k]))
+        if beat is None or beat["premature"]:
+            continue
+        a, b = _beat_span(beat)
+        if any(sp and sp[0] <= (a + b) / 2 <= sp[1] for sp in spans):
+            candidates.append(k)
+    if not candidates:
+        raise Skip("no_decoy_beat_to_move_to")
+    dest = candidates[int(src.rng("move-dest", seed).integers(len(candidates)))]
+    edited = cf.move_beat(src.ctx, samples, classes, s, dest, seed=_seed(src, "move", seed))
+    if edited.record["shifts_ms"]:
+        raise Skip("move_needs_a_timing_shift")
+    return Draft("move", edited, [s, dest], "ectopic beat moved to a normal beat's place")
+
+
+def control(src: Source, seed: int) -> Draft:
+    """The ``control`` edit: one normal beat away from any ectopic beat replaced by the window's median normal beat."""
+    samples, classes = src.ctx_beats()
+    inside = src.in_window()
+    fs = src.info.fs_hz
+    premature = {int(round(b["r_s"] * fs)) for b in src.features.beats if b["premature"]}
+    ok = [k for k in inside[1:-1] if all(0 <= j < len(classes) and classes[j] == "N" and int(samples[j]) not in premature for j in range(k - 2, k + 3))]
+    if not ok:
+        raise Skip("no_normal_beat_clear_of_ectopy")
+    k = ok[int(src.rng("control-beat", seed).integers(len(ok)))]
+    return Draft("control", cf.replace_beats(src.ctx, samples, classes, [k], seed=_seed(src, "control", seed)), [k], "a normal beat replaced by the median normal beat")
+
+
+def edited_table(src: Source, draft: Draft) -> BeatTable:
+    """The record's beat table with the context's beats replaced by the edited ones (symbols carried or set by class)."""
+    k = src.ctx_index
+    samples = np.asarray(src.table.samples, dtype=np.int64)
+    classes = np.asarray(src.table.classes).astype(str)
+    e = draft.edited
+    new_s = np.concatenate([samples[: k[0]], e.beat_samples, samples[k[-1] + 1 :]]) if k.size else samples
+    new_c = np.concatenate([classes[: k[0]], e.beat_classes.astype(str), classes[k[-1] + 1 :]]) if k.size else classes
+    symbols = None
+    if src.table.symbols is not None:
+        sym = np.asarray(src.table.symbols).astype(str)
+        ctx_sym = sym[k]
+        mid = np.array([ctx_sym[o] if o >= 0 else SYMBOL_OF_CLASS.get(c, c) for o, c in zip(e.origin.tolist(), e.beat_classes.tolist())], dtype=sym.dtype)
+        symbols = np.concatenate([sym[: k[0]], mid, sym[k[-1] + 1 :]])
+    prov = {**src.table.provenance, "counterfactual": {"op": e.record["op"], "method": e.record["method"], "version": e.record["version"]}}
+    return BeatTable(new_s, new_c, symbols, prov, classes_known=src.table.classes_known)
+
+
+def edited_window(src: Source, draft: Draft) -> SignalWindow:
+    """The item's window cut from the edited context (refused when a deletion pulled filler into it)."""
+    if draft.edited.valid_to < src.bounds[1]:
+        raise Skip("edit_pulled_filler_into_window")
+    return crop(draft.edited.window, *src.bounds)
+
+
+def read_item_window(info: RecordInfo, item: dict[str, Any]) -> SignalWindow:
+    return read_samples(info, *item_bounds(info, item["window"]))
