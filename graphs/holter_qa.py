@@ -4,7 +4,9 @@ load -> annotate -> plan -> write_items (one ``Send`` per template) -> verify
 -> paraphrase (optional) -> render -> write. State holds record references
 and plain JSON only (paths, summaries, items), never arrays: annotations live
 in a sidecar file in the user's cache folder whose path is in state. Items
-in state are plain-JSON dicts plus working keys (``_target``, ``_truth`` ...). One thread
+in state are :class:`~ecgtrace.contracts.QAItem` dumps plus working keys
+(``_target``, ``_truth`` ...) that the writer builds and
+:func:`ecgtrace.agents.holter.dataset.finalize` validates again. One thread
 per record; with a SQLite checkpointer a crashed build resumes where it
 stopped when rerun (:func:`run_record`), and a finished thread is reused only
 while the record's content, the options, the templates and every component
@@ -30,6 +32,7 @@ from langgraph.types import Send
 from ecgtrace import __version__
 from ecgtrace.agents.holter import annotator, assets, dataset, planner, verifier, writer
 from ecgtrace.agents.holter.facts import load_facts
+from ecgtrace.agents.holter.tasks import get_task
 from ecgtrace.errors import ModelError
 from ecgtrace.jsonio import safe_join, write_json_atomic
 from ecgtrace.rubrics.template_schema import QATemplate, load_templates
@@ -84,7 +87,10 @@ def _maybe_fail(node: str) -> None:
 
 @functools.lru_cache(maxsize=8)
 def _templates(templates_dir: str | None, tasks: tuple[str, ...]) -> dict[str, QATemplate]:
-    return {t.id: t for t in load_templates(templates_dir, tasks=list(tasks) or None)}
+    templates = load_templates(templates_dir, tasks=list(tasks) or None)
+    for template in templates:
+        get_task(template.task)  # a template no task module implements fails here, not with zero items
+    return {t.id: t for t in templates}
 
 
 def templates_for(options: BuildOptions) -> dict[str, QATemplate]:
