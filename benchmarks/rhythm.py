@@ -16,6 +16,10 @@ Tables:
    overlapping a reference interval of its label).
 3. LTAFDB (24 h, 128 Hz, annotation-only): AF episodes from the reference beat
    stream vs the expert AFIB intervals, episode-level and duration-level Se/+P.
+4. Holtercare's rhythm vocabulary (``benchmarks/_rhythm_vocab.py``): episode Se
+   and +P by duration per event kind on the synthetic holtercare profile
+   (reference and, with ``--detected``, signal), MIT-BIH expert escape beats and
+   NOD/IVR/VFL/AFL intervals, and VFDB VF/VFL/asystole (``--no-vocab`` skips it).
 """
 
 from __future__ import annotations
@@ -31,6 +35,9 @@ from typing import Any
 import numpy as np
 from rich.console import Console
 from rich.table import Table
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _rhythm_vocab as vocab  # noqa: E402
 
 from ecgtrace.tools.af import detect_af, score_af_episodes
 from ecgtrace.tools.annotations import read_reference_annotations
@@ -242,17 +249,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hours", type=float, default=24.0)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--detected", action="store_true", help="also count events from detected beats (slow on 24 h)")
+    parser.add_argument("--no-vocab", action="store_true", help="skip the Holtercare vocabulary section")
     args = parser.parse_args(argv)
     console = Console(width=150)
     table, _ = synthetic_counts(args.hours, args.seed, args.detected)
     console.print(table)
     if not DATA.is_dir():
-        console.print(f"[yellow]{DATA} not found: MIT-BIH and LTAFDB tables skipped")
+        console.print(f"[yellow]{DATA} not found: MIT-BIH, LTAFDB, VFDB tables skipped")
         return 0
     console.print(mitdb_rhythm()[0])
     console.print(ltafdb_af()[0])
     if args.detected:
         console.print(af_detected_beats())
+    if not args.no_vocab:
+        for t in vocab.synthetic_section(args.hours, args.seed, args.detected):
+            console.print(t)
+        console.print(vocab.mitdb_section(DATA, tuple(r for r in MITDB_RECORDS if r not in ("102", "104", "107", "217"))))
+        console.print(vocab.vfdb_section(DATA))
     return 0
 
 

@@ -55,77 +55,18 @@ chunk warm-up.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from functools import lru_cache
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
 from scipy.ndimage import maximum_filter1d, uniform_filter1d
-from scipy.signal import butter, find_peaks, sosfilt, sosfiltfilt
+from scipy.signal import find_peaks, sosfilt, sosfiltfilt
+
+from ecgtrace.tools._beats_excursion import implausible_blocks, lf_quiet_share
+from ecgtrace.tools._beats_grid import DetectorParams, band_edges, bandpass_sos, block_centres_local, block_reduce, sliding
+
+__all__ = ["ALGORITHM_VERSION", "ChunkDetections", "DetectorParams", "detect_chunk"]
 
 ALGORITHM_VERSION = "2"
-
-
-@dataclass(frozen=True)
-class DetectorParams:
-    """Detector settings. All are general; none is set per record.
-
-    Levels and thresholds are in units of the lead's typical QRS slope energy
-    (dimensionless); times in ms or s as named; frequencies in Hz.
-    """
-
-    band_hz: tuple[float, float] = (5.0, 15.0)  # QRS band-pass
-    integration_ms: float = 150.0  # moving window of the slope energy
-    block_s: float = 1.0  # block of the absolute grid for levels and quality
-    level_halfwidth_blocks: int = 2  # level/quality window: block +- this many blocks
-    threshold: float = 0.30  # fused evidence needed for a beat
-    consensus: float = 0.3  # per-lead evidence for a lead to agree
-    strong: float = 0.7  # per-lead evidence that confirms a beat alone
-    voter_weight: float = 0.3  # a lead votes only where min(quality_gain * q, 1) reaches this
-    quality_gain: float = 3.0  # lead evidence is scaled by min(quality_gain * q, 1)
-    support_threshold: float = 0.3  # lead_support: lead evidence at the beat
-    searchback_factor: float = 0.5  # search-back thresholds = this x the thresholds above
-    searchback_rr_ratio: float = 1.66  # gap (x local median RR) that triggers search-back
-    refractory_ms: float = 200.0
-    twave_window_ms: float = 360.0
-    twave_slope_ratio: float = 0.5
-    refine_ms: float = 50.0  # R-peak refinement half-window
-    hf_band_hz: tuple[float, float] = (25.0, 45.0)  # noise band for the quality index
-    hf_ratio_good: float = 0.6
-    hf_ratio_bad: float = 1.0
-    quiet_level: float = 0.2  # slope energy below this x level counts as quiet
-    quiet_good: float = 0.5  # quiet share of the window for full quality
-    quiet_bad: float = 0.07  # quiet share at or below which no discrete QRS is seen
-    block_hf_bad: float = 0.85  # a single block this white-noise-like is bad on that lead
-    block_peakiness_good: float = 2.5  # a block whose max/mean slope energy reaches this shows a sharp QRS
-    block_energy_ratio: float = 0.25  # ... and only if its QRS-band power is >= this x the window's median block
-    block_quality_low: float = 0.05
-    artifact_grow_blocks: int = 2
-    lf_band_hz: tuple[float, float] = (0.7, 10.0)  # baseline-excursion band (electrode motion)
-    lf_reference: str = "lf"  # size reference: "lf" (the 0.7-10 Hz band's own peak-to-peak) or "qrs" (5-15 Hz)
-    lf_reference_halfwidth_blocks: int = 10  # median of the reference over block +- this many blocks
-    lf_decimate_max: int = 1  # >1: LF index on the signal averaged in groups of up to this many samples (faster, shifts marginal blocks)
-    lf_edge_margin: float = 0.15  # an artifact grows into neighbours whose LF-quiet share is under lf_quiet_bad + this
-    lf_quiet_level: float = 0.2  # |LF - block median| below this x the reference size (lf_reference) is quiet
-    lf_quiet_bad: float = 0.55  # a block whose LF-quiet share is under this is an excursion on that lead (0: index off)
-    beat_match_corr: float = 0.75  # a beat is like a neighbour when their shapes correlate this well
-    beat_match_neighbours: int = 3  # neighbours on each side a beat is compared with
-    beat_unlike_share: float = 0.5  # an excursion block is an artifact when this share of the beats within +-1 block is unlike
-
-    def min_overlap_s(self) -> float:
-        """Warm-up (s) a chunk needs on each side for seam-exact results: the widest window plus margin."""
-        widest = self.level_halfwidth_blocks
-        if self.lf_quiet_bad > 0:
-            widest = max(widest, self.lf_reference_halfwidth_blocks)
-        return max(5.0, (widest + 3) * self.block_s)
-
-    def to_json(self) -> dict[str, Any]:
-        out = asdict(self)
-        out["band_hz"] = [float(v) for v in self.band_hz]
-        out["hf_band_hz"] = [float(v) for v in self.hf_band_hz]
-        out["lf_band_hz"] = [float(v) for v in self.lf_band_hz]
-        return out
 
 
 @dataclass
@@ -142,42 +83,47 @@ class ChunkDetections:
     lead_quality: np.ndarray | None = None  # float32 (n_beats, n_leads): quality index q at the beat
 
 
-def _band_edges(f1: float, f2: float, fs_hz: float) -> tuple[float, float]:
-    hi = min(f2, 0.45 * fs_hz)
-    return min(f1, 0.5 * hi), hi
+@dataclass(frozen=True)
+class _Grid:
+    """Where a chunk sits on the absolute block grid."""
+
+    offset: int  # absolute index of the chunk's first sample
+    n: int  # samples in the chunk
+    block: int  # samples per block
+    first_block: int
+    n_blocks: int
+    centres: np.ndarray  # block centres in chunk-local samples
+    idx: np.ndarray  # 0 .. n-1 as float64 (interpolation abscissa)
+
+    @classmethod
+    def of(cls, offset: int, n: int, fs_hz: float, block_s: float) -> _Grid:
+        block = max(int(round(block_s * fs_hz)), 1)
+        n_blocks = -(-((offset % block) + n) // block)
+        return cls(offset, n, block, offset // block, n_blocks, block_centres_local(offset, n, block, n_blocks), np.arange(n, dtype=np.float64))
+
+    def reduce(self, values: np.ndarray, how: str) -> np.ndarray:
+        return block_reduce(values, self.offset, self.block, how)
+
+    def smooth(self, per_block: np.ndarray) -> np.ndarray:
+        """Per-block values interpolated to every sample of the chunk."""
+        return np.interp(self.idx, self.centres, per_block)
 
 
-@lru_cache(maxsize=32)
-def _sos(f1: float, f2: float, fs_hz: float) -> np.ndarray:
-    lo, hi = _band_edges(f1, f2, fs_hz)
-    return butter(2, [lo / (fs_hz / 2.0), hi / (fs_hz / 2.0)], btype="bandpass", output="sos")
+@dataclass
+class _LeadEvidence:
+    """Per-lead evidence of a chunk (rows are leads; a left-out lead keeps zeros / bad)."""
 
+    norm_env: np.ndarray  # float32 (n_leads, n): slope energy over the lead's typical QRS level
+    norm_slope: np.ndarray  # float32 (n_leads, n): |slope| over the same level
+    quality: np.ndarray  # float32 (n_leads, n_blocks): signal-quality index q
+    lead_bad: np.ndarray  # bool (n_leads, n_blocks): unusable, noise, or no discrete QRS
+    lead_weak: np.ndarray  # bool (n_leads, n_blocks): no sharp QRS in this block alone
+    lf_quiet: np.ndarray  # float32 (n_leads, n_blocks): share of quiet low-frequency baseline (motion: low)
 
-def _block_reduce(values: np.ndarray, offset: int, block: int, how: str) -> np.ndarray:
-    """Reduce a 1-D array per block of the absolute grid ``(offset + i) // block``."""
-    lead_pad = offset % block
-    n = values.size
-    n_blocks = -(-(lead_pad + n) // block)
-    padded = np.zeros(n_blocks * block, dtype=values.dtype)
-    padded[lead_pad : lead_pad + n] = values
-    grid = padded.reshape(n_blocks, block)
-    if how == "max":
-        return grid.max(axis=1)
-    return grid.sum(axis=1)
-
-
-def _sliding(values: np.ndarray, half: int, how: str) -> np.ndarray:
-    """Centred sliding median/sum over ``2 * half + 1`` blocks (edges use what exists)."""
-    padded = np.concatenate([np.full(half, np.nan), values.astype(np.float64), np.full(half, np.nan)])
-    windows = sliding_window_view(padded, 2 * half + 1)
-    if how == "median":
-        return np.nanmedian(windows, axis=1)
-    return np.nansum(windows, axis=1)
-
-
-def _block_centres_local(offset: int, n: int, block: int, n_blocks: int) -> np.ndarray:
-    first = offset // block
-    return (np.arange(first, first + n_blocks) * block + (block - 1) / 2.0) - offset
+    @classmethod
+    def empty(cls, n_leads: int, n: int, n_blocks: int) -> _LeadEvidence:
+        return cls(np.zeros((n_leads, n), np.float32), np.zeros((n_leads, n), np.float32), np.zeros((n_leads, n_blocks), np.float32),
+                   np.ones((n_leads, n_blocks), bool), np.ones((n_leads, n_blocks), bool), np.ones((n_leads, n_blocks), np.float32))
 
 
 def detect_chunk(
@@ -191,124 +137,140 @@ def detect_chunk(
     """Detect beats in one chunk ``signal_mv`` (n_samples, n_leads) that starts at absolute sample ``offset``.
 
     ``exclude`` is a bool mask of leads that must not contribute (flat, NaN, unusable).
+    Steps: per-lead evidence, lead fusion, artifact and excursion blocks,
+    candidate decision, then refinement and the excursion beat check.
     """
-    from ecgtrace.tools._beats_excursion import implausible_blocks, lf_quiet_share
-
     p = params or DetectorParams()
     x = np.asarray(signal_mv, dtype=np.float32)
     if x.ndim == 1:
         x = x[:, None]
     n, n_leads = x.shape
-    block = max(int(round(p.block_s * fs_hz)), 1)
-    first_block = offset // block
-    n_blocks = -(-((offset % block) + n) // block)
-    empty = ChunkDetections(np.zeros(0, np.int64), np.zeros((0, n_leads), np.int8), np.zeros(0, np.float32), np.zeros(n_blocks, bool), first_block, block)
+    grid = _Grid.of(offset, n, float(fs_hz), p.block_s)
     if n < max(int(0.5 * fs_hz), 16):  # too short to hold a QRS and its surroundings
-        return empty
-    band = _sos(p.band_hz[0], p.band_hz[1], float(fs_hz))
-    hf_band = _sos(p.hf_band_hz[0], p.hf_band_hz[1], float(fs_hz))
-    # power per Hz in the noise band against power per Hz in the QRS band (white noise: about 1)
-    bw_ratio = np.diff(_band_edges(*p.band_hz, fs_hz))[0] / np.diff(_band_edges(*p.hf_band_hz, fs_hz))[0]
-    win = max(int(round(p.integration_ms * fs_hz / 1000.0)), 1)
-    centres = _block_centres_local(offset, n, block, n_blocks)
-    idx = np.arange(n, dtype=np.float64)
+        return _no_beats(n_leads, np.zeros(grid.n_blocks, bool), grid)
+    ev = _lead_evidence(x, float(fs_hz), grid, p, exclude)
+    q_s, fused, slope = _fuse_leads(ev, grid)
+    artifact_blocks, weak, excursion, excursion_edge = _artifact_blocks(ev, p)
+    refractory = max(int(round(p.refractory_ms * fs_hz / 1000.0)), 1)
+    cand, _ = find_peaks(fused, height=p.threshold * p.searchback_factor, distance=refractory)
+    cand = cand[~artifact_blocks[(offset + cand) // grid.block - grid.first_block]]
+    weight = np.minimum(q_s[:, cand] * p.quality_gain, 1.0)
+    evidence = ev.norm_env[:, cand] * weight * (weight >= p.voter_weight)
+    beats = _decide(cand, fused, slope, evidence, fs_hz, p)
+    if beats.size == 0:
+        return _no_beats(n_leads, artifact_blocks, grid)
+    return _finish(x, beats, fused, q_s, ev, grid, artifact_blocks, weak, excursion, excursion_edge, float(fs_hz), p)
 
-    norm_env = np.zeros((n_leads, n), np.float32)
-    norm_slope = np.zeros((n_leads, n), np.float32)
-    quality = np.zeros((n_leads, n_blocks), np.float32)
-    half = p.level_halfwidth_blocks
-    lead_bad = np.ones((n_leads, n_blocks), bool)  # per block: lead unusable, noise, or no discrete QRS
-    lead_weak = np.ones((n_leads, n_blocks), bool)  # per block: lead shows no sharp QRS in this block alone
-    lf_quiet = np.ones((n_leads, n_blocks), np.float32)  # per block: share of quiet low-frequency baseline (motion: low)
-    for j in range(n_leads):
+
+def _no_beats(n_leads: int, artifact_blocks: np.ndarray, grid: _Grid) -> ChunkDetections:
+    return ChunkDetections(np.zeros(0, np.int64), np.zeros((0, n_leads), np.int8), np.zeros(0, np.float32), artifact_blocks, grid.first_block, grid.block)
+
+
+def _lead_evidence(x: np.ndarray, fs_hz: float, grid: _Grid, p: DetectorParams, exclude: np.ndarray | None) -> _LeadEvidence:
+    """Evidence of every lead that is not excluded or all-NaN (NaN samples are filled with the lead's median)."""
+    ev = _LeadEvidence.empty(x.shape[1], grid.n, grid.n_blocks)
+    for j in range(x.shape[1]):
         trace = x[:, j]
         bad = ~np.isfinite(trace)
         if bad.all() or (exclude is not None and exclude[j]):
             continue
         if bad.any():
             trace = np.where(bad, np.float32(np.nanmedian(trace)), trace)
-        bp = sosfiltfilt(band, trace).astype(np.float32)
-        d = np.gradient(bp) * np.float32(fs_hz)
-        env = np.sqrt(uniform_filter1d(d * d, win, mode="nearest"))
-        emax = _block_reduce(env, offset, block, "max")
-        level = _sliding(emax, half, "median")
-        # quality: high-frequency share and peakiness, both over the same block window
-        hf = sosfilt(hf_band, trace - trace[0]).astype(np.float32)
-        hf_blk = _block_reduce(hf * hf, offset, block, "sum")
-        bp_blk = _block_reduce(bp * bp, offset, block, "sum")
-        counts = _block_reduce(np.ones(n, np.float32), offset, block, "sum")
-        env_blk = _block_reduce(env, offset, block, "sum")
-        with np.errstate(divide="ignore", invalid="ignore"):
-            hf_ratio = np.sqrt(bw_ratio * _sliding(hf_blk, half, "sum") / _sliding(bp_blk, half, "sum"))
-            # share of the window where the slope energy is near zero: discrete QRS complexes leave
-            # quiet stretches between them even at 170 bpm; noise and flutter waves leave none
-            # (relative to each block's own maximum, so that no window depends on another window)
-            block_max_s = np.repeat(emax, block)[(offset % block) : (offset % block) + n]
-            quiet_blk = _block_reduce((env < p.quiet_level * block_max_s).astype(np.float32), offset, block, "sum")
-            quiet = _sliding(quiet_blk, half, "sum") / _sliding(counts, half, "sum")
-            ratio_blk = np.sqrt(bw_ratio * hf_blk / bp_blk)
-            peakiness_blk = emax / (env_blk / np.maximum(counts, 1.0))
-        q_hf = np.clip((p.hf_ratio_bad - hf_ratio) / (p.hf_ratio_bad - p.hf_ratio_good), 0.0, 1.0)
-        q_pk = np.clip((quiet - p.quiet_bad) / (p.quiet_good - p.quiet_bad), 0.0, 1.0)
-        q = np.nan_to_num(q_hf * q_pk)
-        flat = ~(level > 1e-3)  # slope level below 1 mV/s: no QRS can be seen
-        unusable_blk = flat | ~(emax > 1e-3)
-        if bad.any():
-            unusable_blk |= _block_reduce(bad.astype(np.float32), offset, block, "sum") > 0
-        q[unusable_blk] = 0.0
-        quality[j] = q
-        # A lead is bad in a block when it is unusable there, when the block itself looks like white
-        # noise, or when the window's quality is nil and the block shows no sharp QRS either (so a
-        # clean block next to a noise burst keeps its beats).
-        # (only a block with real energy can be noise: a pause between beats is quiet, not noise)
-        energetic = bp_blk >= p.block_energy_ratio * _sliding(bp_blk, half, "median")
-        noise_blk = ~(ratio_blk < p.block_hf_bad) & energetic
-        no_qrs_blk = ~(peakiness_blk >= p.block_peakiness_good)
-        if p.lf_quiet_bad > 0:
-            lf_quiet[j] = lf_quiet_share(trace, bp, offset, block, n_blocks, float(fs_hz), p)
-        lead_bad[j] = unusable_blk | noise_blk | ((q < p.block_quality_low) & no_qrs_blk)
-        lead_weak[j] = unusable_blk | noise_blk | no_qrs_blk
-        level_s = np.interp(idx, centres, level).astype(np.float32)
-        level_s = np.where(level_s > 1e-3, level_s, np.float32(np.inf))
-        norm_env[j] = env / level_s
-        norm_slope[j] = np.abs(d) / level_s
+        _one_lead(trace, bad, fs_hz, grid, p, ev, j)
+    return ev
 
-    q_s = np.stack([np.interp(idx, centres, quality[j]) for j in range(n_leads)]).astype(np.float32)
+
+def _one_lead(trace: np.ndarray, bad: np.ndarray, fs_hz: float, grid: _Grid, p: DetectorParams, ev: _LeadEvidence, j: int) -> None:
+    """Fill row ``j`` of ``ev``: slope energy and its level, the quality index, bad/weak blocks, LF-quiet share."""
+    offset, block, half, n = grid.offset, grid.block, p.level_halfwidth_blocks, grid.n
+    bp = sosfiltfilt(bandpass_sos(p.band_hz[0], p.band_hz[1], fs_hz), trace).astype(np.float32)
+    d = np.gradient(bp) * np.float32(fs_hz)
+    env = np.sqrt(uniform_filter1d(d * d, max(int(round(p.integration_ms * fs_hz / 1000.0)), 1), mode="nearest"))
+    emax = grid.reduce(env, "max")
+    level = sliding(emax, half, "median")
+    # quality: high-frequency share and peakiness, both over the same block window
+    # (power per Hz in the noise band against power per Hz in the QRS band: white noise about 1)
+    bw_ratio = np.diff(band_edges(*p.band_hz, fs_hz))[0] / np.diff(band_edges(*p.hf_band_hz, fs_hz))[0]
+    hf = sosfilt(bandpass_sos(p.hf_band_hz[0], p.hf_band_hz[1], fs_hz), trace - trace[0]).astype(np.float32)
+    hf_blk = grid.reduce(hf * hf, "sum")
+    bp_blk = grid.reduce(bp * bp, "sum")
+    counts = grid.reduce(np.ones(n, np.float32), "sum")
+    env_blk = grid.reduce(env, "sum")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        hf_ratio = np.sqrt(bw_ratio * sliding(hf_blk, half, "sum") / sliding(bp_blk, half, "sum"))
+        # share of the window where the slope energy is near zero: discrete QRS complexes leave
+        # quiet stretches between them even at 170 bpm; noise and flutter waves leave none
+        # (relative to each block's own maximum, so that no window depends on another window)
+        block_max_s = np.repeat(emax, block)[(offset % block) : (offset % block) + n]
+        quiet_blk = grid.reduce((env < p.quiet_level * block_max_s).astype(np.float32), "sum")
+        quiet = sliding(quiet_blk, half, "sum") / sliding(counts, half, "sum")
+        ratio_blk = np.sqrt(bw_ratio * hf_blk / bp_blk)
+        peakiness_blk = emax / (env_blk / np.maximum(counts, 1.0))
+    q_hf = np.clip((p.hf_ratio_bad - hf_ratio) / (p.hf_ratio_bad - p.hf_ratio_good), 0.0, 1.0)
+    q_pk = np.clip((quiet - p.quiet_bad) / (p.quiet_good - p.quiet_bad), 0.0, 1.0)
+    q = np.nan_to_num(q_hf * q_pk)
+    flat = ~(level > 1e-3)  # slope level below 1 mV/s: no QRS can be seen
+    unusable_blk = flat | ~(emax > 1e-3)
+    if bad.any():
+        unusable_blk |= grid.reduce(bad.astype(np.float32), "sum") > 0
+    q[unusable_blk] = 0.0
+    ev.quality[j] = q
+    # A lead is bad in a block when it is unusable there, when the block itself looks like white
+    # noise, or when the window's quality is nil and the block shows no sharp QRS either (so a
+    # clean block next to a noise burst keeps its beats).
+    # (only a block with real energy can be noise: a pause between beats is quiet, not noise)
+    energetic = bp_blk >= p.block_energy_ratio * sliding(bp_blk, half, "median")
+    noise_blk = ~(ratio_blk < p.block_hf_bad) & energetic
+    no_qrs_blk = ~(peakiness_blk >= p.block_peakiness_good)
+    if p.lf_quiet_bad > 0:
+        ev.lf_quiet[j] = lf_quiet_share(trace, bp, offset, block, grid.n_blocks, fs_hz, p)
+    ev.lead_bad[j] = unusable_blk | noise_blk | ((q < p.block_quality_low) & no_qrs_blk)
+    ev.lead_weak[j] = unusable_blk | noise_blk | no_qrs_blk
+    level_s = grid.smooth(level).astype(np.float32)
+    level_s = np.where(level_s > 1e-3, level_s, np.float32(np.inf))
+    ev.norm_env[j] = env / level_s
+    ev.norm_slope[j] = np.abs(d) / level_s
+
+
+def _fuse_leads(ev: _LeadEvidence, grid: _Grid) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Quality per sample ``q_s`` and the quality-weighted fused energy and slope (0 where no lead has quality)."""
+    q_s = np.stack([grid.smooth(ev.quality[j]) for j in range(ev.quality.shape[0])]).astype(np.float32)
     q_sum = q_s.sum(axis=0)
     with np.errstate(divide="ignore", invalid="ignore"):
-        fused = np.where(q_sum > 0, (q_s * norm_env).sum(axis=0) / q_sum, 0.0).astype(np.float32)
-        slope = np.where(q_sum > 0, (q_s * norm_slope).sum(axis=0) / q_sum, 0.0).astype(np.float32)
-    weak = lead_weak.all(axis=0)
-    artifact_blocks = _grow(lead_bad.all(axis=0), weak, p.artifact_grow_blocks)
-    # excursion blocks: every lead bad or moving; they become artifacts unless their beats look like beats
-    lead_excursion = lf_quiet < p.lf_quiet_bad
-    excursion = (lead_bad | lead_excursion).all(axis=0) & ~artifact_blocks & lead_excursion.any(axis=0)
-    excursion_edge = (lead_bad | (lf_quiet < p.lf_quiet_bad + p.lf_edge_margin)).all(axis=0)
+        fused = np.where(q_sum > 0, (q_s * ev.norm_env).sum(axis=0) / q_sum, 0.0).astype(np.float32)
+        slope = np.where(q_sum > 0, (q_s * ev.norm_slope).sum(axis=0) / q_sum, 0.0).astype(np.float32)
+    return q_s, fused, slope
 
-    refractory = max(int(round(p.refractory_ms * fs_hz / 1000.0)), 1)
-    cand, _ = find_peaks(fused, height=p.threshold * p.searchback_factor, distance=refractory)
-    cand_block = (offset + cand) // block - first_block
-    cand = cand[~artifact_blocks[cand_block]]
-    weight = np.minimum(q_s[:, cand] * p.quality_gain, 1.0)
-    evidence = norm_env[:, cand] * weight * (weight >= p.voter_weight)
-    beats = _decide(cand, fused, slope, evidence, fs_hz, p)
-    if beats.size == 0:
-        return ChunkDetections(np.zeros(0, np.int64), np.zeros((0, n_leads), np.int8), np.zeros(0, np.float32), artifact_blocks, first_block, block)
+
+def _artifact_blocks(ev: _LeadEvidence, p: DetectorParams) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Artifact blocks (every lead bad, grown into weak neighbours), weak blocks, excursion blocks and their edges."""
+    weak = ev.lead_weak.all(axis=0)
+    artifact_blocks = _grow(ev.lead_bad.all(axis=0), weak, p.artifact_grow_blocks)
+    # excursion blocks: every lead bad or moving; they become artifacts unless their beats look like beats
+    lead_excursion = ev.lf_quiet < p.lf_quiet_bad
+    excursion = (ev.lead_bad | lead_excursion).all(axis=0) & ~artifact_blocks & lead_excursion.any(axis=0)
+    excursion_edge = (ev.lead_bad | (ev.lf_quiet < p.lf_quiet_bad + p.lf_edge_margin)).all(axis=0)
+    return artifact_blocks, weak, excursion, excursion_edge
+
+
+def _finish(x: np.ndarray, beats: np.ndarray, fused: np.ndarray, q_s: np.ndarray, ev: _LeadEvidence, grid: _Grid, artifact_blocks: np.ndarray,
+            weak: np.ndarray, excursion: np.ndarray, excursion_edge: np.ndarray, fs_hz: float, p: DetectorParams) -> ChunkDetections:
+    """Lead support, refinement to the R peak, refractory merge, and the excursion beat-shape check."""
+    offset, block, first_block = grid.offset, grid.block, grid.first_block
     score = fused[beats]
-    weighted = norm_env[:, beats] * (q_s[:, beats] > 0)
+    weighted = ev.norm_env[:, beats] * (q_s[:, beats] > 0)
     support = (weighted >= p.support_threshold).astype(np.int8).T
-    best = np.argmax(weighted, axis=0)
-    refined = _refine(x, beats, best, fs_hz, p.refine_ms)
+    refined = _refine(x, beats, np.argmax(weighted, axis=0), fs_hz, p.refine_ms)
     order = np.argsort(refined, kind="stable")
     refined, support, score = refined[order], support[order], score[order]
-    keep = _refractory_keep(refined, score, refractory)
+    keep = _refractory_keep(refined, score, max(int(round(p.refractory_ms * fs_hz / 1000.0)), 1))
     if excursion.any():
-        implausible = implausible_blocks(x, refined, offset, block, first_block, excursion, lead_bad, fs_hz, p)
+        implausible = implausible_blocks(x, refined, offset, block, first_block, excursion, ev.lead_bad, fs_hz, p)
         artifact_blocks = artifact_blocks | _grow(implausible, weak | excursion_edge, p.artifact_grow_blocks)
     keep &= ~artifact_blocks[(offset + refined) // block - first_block]  # refinement never enters an artifact span
-    ev = weighted.T[order][keep].astype(np.float32)
-    lq = q_s[:, beats].T[order][keep].astype(np.float32)
-    return ChunkDetections(refined[keep] + offset, support[keep], score[keep].astype(np.float32), artifact_blocks, first_block, block, ev, lq)
+    lead_ev = weighted.T[order][keep].astype(np.float32)
+    lead_q = q_s[:, beats].T[order][keep].astype(np.float32)
+    return ChunkDetections(refined[keep] + offset, support[keep], score[keep].astype(np.float32), artifact_blocks, first_block, block, lead_ev, lead_q)
 
 
 def _grow(blocks: np.ndarray, weak: np.ndarray, n_grow: int) -> np.ndarray:

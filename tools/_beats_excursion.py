@@ -1,4 +1,4 @@
-"""Low-frequency excursion index (electrode motion) for :mod:`ecgtrace.tools._beats_core` (opt-in).
+"""Low-frequency excursion index (electrode motion) used by :mod:`ecgtrace.tools._beats_core` (``lf_quiet_bad = 0``: off).
 
 The LF reference uses block +- ``lf_reference_halfwidth_blocks`` (10 s) and
 the beat check beats within 3 neighbours; :meth:`DetectorParams.min_overlap_s`
@@ -7,26 +7,12 @@ gives chunks that much warm-up, so chunked detection stays seam-exact.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 from scipy.signal import sosfiltfilt
 
-from ecgtrace.tools._beats_core import _sliding, _sos
-
-if TYPE_CHECKING:
-    from ecgtrace.tools._beats_core import DetectorParams
+from ecgtrace.tools._beats_grid import DetectorParams, bandpass_sos, block_grid, sliding
 
 __all__ = ["implausible_blocks", "lf_quiet_share"]
-
-
-def _block_grid(values: np.ndarray, offset: int, block: int) -> np.ndarray:
-    """``(n_blocks, block)`` view of a 1-D array on the absolute grid; partial edge blocks repeat their edge sample."""
-    lead_pad = offset % block
-    n = values.size
-    n_blocks = -(-(lead_pad + n) // block)
-    tail = n_blocks * block - lead_pad - n
-    return np.pad(values, (lead_pad, tail), mode="edge").reshape(n_blocks, block)
 
 
 def decimation(block: int, fs_hz: float, band_top_hz: float, most: int) -> int:
@@ -47,12 +33,12 @@ def lf_quiet_share(trace: np.ndarray, bp: np.ndarray, offset: int, block: int, n
     """
     # the 0.7-10 Hz band needs no more than ~50 samples/s: average groups of ``step`` samples on the absolute grid
     step = decimation(block, fs_hz, p.lf_band_hz[1], p.lf_decimate_max)
-    dec = _block_grid(trace, offset, step).mean(axis=1)
-    lf = sosfiltfilt(_sos(p.lf_band_hz[0], p.lf_band_hz[1], fs_hz / step), dec).astype(np.float32)
-    grid = _block_grid(lf, offset // step, block // step)[:n_blocks]
+    dec = block_grid(trace, offset, step).mean(axis=1)
+    lf = sosfiltfilt(bandpass_sos(p.lf_band_hz[0], p.lf_band_hz[1], fs_hz / step), dec).astype(np.float32)
+    grid = block_grid(lf, offset // step, block // step)[:n_blocks]
     dev = np.abs(grid - np.median(grid, axis=1, keepdims=True))
-    ref_grid = grid if p.lf_reference == "lf" else _block_grid(bp, offset, block)[:n_blocks]
-    ref = _sliding(ref_grid.max(axis=1) - ref_grid.min(axis=1), p.lf_reference_halfwidth_blocks, "median")
+    ref_grid = grid if p.lf_reference == "lf" else block_grid(bp, offset, block)[:n_blocks]
+    ref = sliding(ref_grid.max(axis=1) - ref_grid.min(axis=1), p.lf_reference_halfwidth_blocks, "median")
     quiet = (dev < (p.lf_quiet_level * ref)[:, None]).mean(axis=1)
     return np.where(ref > 0, quiet, 1.0).astype(np.float32)
 

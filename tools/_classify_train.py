@@ -17,11 +17,18 @@ from ecgtrace.tools import _classify_pipeline as cp
 from ecgtrace.tools.annotations import read_reference_annotations
 from ecgtrace.tools.records import iter_chunks, open_record
 
-#: MIT-BIH records of the inter-patient training set DS1 (de Chazal 2004) plus 100 (all non-paced records in shared/data).
-TRAIN_RECORDS: tuple[str, ...] = (
-    "100", "101", "106", "108", "109", "112", "114", "115", "116", "118", "119", "122", "124",
+#: MIT-BIH inter-patient training set DS1 (de Chazal et al. 2004): the only records the shipped model is fitted on.
+DS1_RECORDS: tuple[str, ...] = (
+    "101", "106", "108", "109", "112", "114", "115", "116", "118", "119", "122", "124",
     "201", "203", "205", "207", "208", "209", "215", "220", "223", "230",
 )
+#: MIT-BIH inter-patient test set DS2 (score only). Only 100 is in ../shared/data.
+DS2_RECORDS: tuple[str, ...] = (
+    "100", "103", "105", "111", "113", "117", "121", "123", "200", "202", "210", "212",
+    "213", "214", "219", "221", "222", "228", "231", "232", "233", "234",
+)
+#: Records the shipped model is trained on (DS1 only: 100 and every other database stay untouched).
+TRAIN_RECORDS: tuple[str, ...] = DS1_RECORDS
 PACED_RECORDS: tuple[str, ...] = ("102", "104", "107", "217")
 
 #: Model inputs, in order. All are record-relative or scale-free except local_rr_ms and the widths.

@@ -42,6 +42,8 @@ EVENTS_PER_DAY: dict[str, int] = {
     "noise": 24,
 }
 
+#: P-wave peak after its onset (s): 2.5 sigma of the Gaussian P wave of tools/synth.py (sigma 20 ms sinus, 18 ms ectopic).
+P_PEAK_OFFSET_S = {"N": 0.050, "A": 0.045}
 NORMAL_PR_MS = 160.0
 PAC_PR_MS = 130.0
 AVB1_PR_MS = 280.0
@@ -66,6 +68,12 @@ class Event:
 
     def to_json(self, beats: list[Beat]) -> dict[str, Any]:
         rates = self.params.get("rate_bpm")
+        if "onset_s" in self.params:  # no-QRS episodes (ventricular flutter/fibrillation): timed by their waves
+            return {"kind": self.kind, "onset_ms": int(round(self.params["onset_s"] * 1000)), "offset_ms": int(round(self.params["offset_s"] * 1000)),
+                    "n_beats": 0, "rate_bpm": None, "first_beat": None, "last_beat": None}
+        if self.kind == "blocked_pac":  # timed by the blocked P wave's peak
+            t_ms = int(round(self.params["blocked_p_s"][0] * 1000))
+            return {"kind": self.kind, "onset_ms": t_ms, "offset_ms": t_ms, "n_beats": 0, "rate_bpm": None, "first_beat": None, "last_beat": None}
         if self.kind == "noise":
             return {
                 "kind": "noise",
@@ -117,17 +125,36 @@ def _event_span_s(kind: str, rng: np.random.Generator, hours: float) -> tuple[fl
     return 4.0, {}  # pac, pvc, v_couplet
 
 
-def plan_events(hours: float, rng: np.random.Generator) -> list[Event]:
-    """Place non-overlapping events on the timeline, longest first."""
+def _span_for(kind: str, rng: np.random.Generator, hours: float, profile: str) -> tuple[float, dict[str, Any]]:
+    from ecgtrace.tools import _synth_holtercare as hc
+
+    if kind in hc.HOLTERCARE_EVENTS_PER_DAY and (profile == "holtercare" or kind not in EVENTS_PER_DAY):
+        return hc.event_span_s(kind, rng, hours)
+    span, params = _event_span_s(kind, rng, hours)
+    if kind == "pause" and profile == "holtercare":  # same draw, narrower range: RR > 3 s is always a scheduled asystole
+        lo, hi = hc.PAUSE_RANGE_S
+        params = {"pause_s": lo + (params["pause_s"] - 2.2) * (hi - lo) / 1.0}
+    return span, params
+
+
+def plan_events(hours: float, rng: np.random.Generator, profile: str = "default") -> list[Event]:
+    """Place non-overlapping events on the timeline, longest first.
+
+    ``profile="holtercare"`` adds Holtercare's rhythm vocabulary
+    (:mod:`ecgtrace.tools._synth_holtercare`); ``"default"`` draws exactly what it always drew.
+    """
+    from ecgtrace.tools._synth_holtercare import HOLTERCARE_EVENTS_PER_DAY
+
     duration_s = hours * 3600.0
     guard_s = 12.0  # quiet sinus rhythm between events so each is unambiguous
     placed: list[Event] = []
-    counts = {kind: max(1, int(round(per_day * hours / 24.0))) for kind, per_day in EVENTS_PER_DAY.items()}
-    order = sorted(counts, key=lambda k: -_event_span_s(k, np.random.default_rng(0), hours)[0])
+    per_day = {**EVENTS_PER_DAY, **(HOLTERCARE_EVENTS_PER_DAY if profile == "holtercare" else {})}
+    counts = {kind: max(1, int(round(n * hours / 24.0))) for kind, n in per_day.items()}
+    order = sorted(counts, key=lambda k: -_span_for(k, np.random.default_rng(0), hours, profile)[0])
     occupied: list[tuple[float, float]] = []
     for kind in order:
         for _ in range(counts[kind]):
-            span, params = _event_span_s(kind, rng, hours)
+            span, params = _span_for(kind, rng, hours, profile)
             for _attempt in range(200):
                 start = float(rng.uniform(15.0, max(duration_s - span - 15.0, 16.0)))
                 lo, hi = start - guard_s, start + span + guard_s
@@ -152,6 +179,18 @@ class _Walker:
         self.rng = rng
         self.t_s = 0.4
         self.beats: list[Beat] = []
+        self.atrial_waves: list[tuple[float, str]] = []  # P onsets (s) of P waves without QRS, with their shape (N or A)
+        self.markers: list[tuple[float, str, str]] = []  # annotation-only entries: (time s, symbol, aux note)
+        self.wave_spans: list[tuple[str, float, float, dict[str, Any]]] = []  # (kind, start s, stop s, params): flutter/VF waves
+
+    def atrial(self, p_onset_s: float, shape: str, *, blocked: bool, event: Event | None = None) -> None:
+        """A P wave without its own QRS (``blocked``: non-conducted), starting at ``p_onset_s``."""
+        self.atrial_waves.append((p_onset_s, shape))
+        if event is not None and blocked:
+            event.params.setdefault("blocked_p_s", []).append(p_onset_s + P_PEAK_OFFSET_S[shape])
+
+    def marker(self, t_s: float, symbol: str, aux: str) -> None:
+        self.markers.append((t_s, symbol, aux))
 
     def emit(self, rr_s: float, symbol: str, rhythm: str, pr_ms: float, event: Event | None = None) -> None:
         self.t_s += rr_s
@@ -172,8 +211,12 @@ class _Walker:
             self.emit(rr, symbol, rhythm, pr_ms, event)
 
     def event(self, event: Event, base_rr: float) -> None:
+        from ecgtrace.tools import _synth_holtercare as hc
+
         kind, p, rng, emit = event.kind, event.params, self.rng, self.emit
-        if kind == "pac":
+        if kind in hc.HOLTERCARE_EVENTS_PER_DAY:
+            hc.emit_event(self, event, base_rr)
+        elif kind == "pac":
             emit(base_rr * 0.62, "A", "N", PAC_PR_MS, event)
             emit(base_rr * 1.12, "N", "N", NORMAL_PR_MS)  # non-compensatory: the sinus node resets
         elif kind == "pvc":
@@ -219,6 +262,11 @@ class _Walker:
 
 def walk_beats(events: list[Event], hours: float, rng: np.random.Generator) -> list[Beat]:
     """Emit every beat in time order, filling each event's ``beats`` list."""
+    return walk_timeline(events, hours, rng).beats
+
+
+def walk_timeline(events: list[Event], hours: float, rng: np.random.Generator) -> _Walker:
+    """Emit every beat in time order; the walker also holds blocked P waves, markers and wave spans."""
     duration_s = hours * 3600.0
     walker = _Walker(rng)
     queue = [e for e in events if e.kind != "noise"]
@@ -232,4 +280,4 @@ def walk_beats(events: list[Event], hours: float, rng: np.random.Generator) -> l
         if walker.t_s + base_rr > duration_s - 0.6:
             break
         walker.emit(walker.sinus_rr(60.0 / base_rr), "N", "N", NORMAL_PR_MS)
-    return walker.beats
+    return walker

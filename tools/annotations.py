@@ -30,6 +30,8 @@ SYMBOL_TO_AAMI: dict[str, str] = {symbol: cls for cls, symbols in AAMI_CLASSES.i
 #: Version of the reference-annotation reader (its provenance and the annotation cache key).
 ANNOTATIONS_VERSION = "1"
 AAMI_ORDER: tuple[str, ...] = ("N", "S", "V", "F", "Q")
+#: Non-beat symbols kept as marks: P-wave peak, non-conducted P wave (blocked PAC), ventricular flutter wave.
+MARK_SYMBOLS: tuple[str, ...] = ("p", "x", "!")
 
 # Control characters that real files carry in aux notes: NUL padding in MIT-BIH,
 # a leading "\x01 Aux" in LTAFDB.
@@ -63,6 +65,9 @@ class ReferenceAnnotations:
         rhythm_intervals: plain-JSON dicts ``{label, onset_sample, offset_sample,
             onset_ms, offset_ms}``; an interval runs until the next rhythm note
             or the end of the record.
+        marks: non-beat marks by symbol, sample indices (int64): ``p`` (P-wave
+            peak), ``x`` (non-conducted P wave, blocked PAC), ``!`` (ventricular
+            flutter wave); only symbols of :data:`MARK_SYMBOLS` that occur.
     """
 
     record: str
@@ -73,6 +78,7 @@ class ReferenceAnnotations:
     beat_symbols: np.ndarray
     beat_classes: np.ndarray
     rhythm_intervals: list[dict[str, Any]] = field(default_factory=list)
+    marks: dict[str, np.ndarray] = field(default_factory=dict)
 
     @property
     def provenance(self) -> dict[str, Any]:
@@ -166,6 +172,7 @@ def read_reference_annotations(
         beat_symbols=beat_symbols,
         beat_classes=beat_classes,
         rhythm_intervals=intervals,
+        marks={m: samples[symbols == m] for m in MARK_SYMBOLS if np.any(symbols == m)},
     )
 
 

@@ -44,7 +44,9 @@ from typing import Any
 
 import numpy as np
 
-from ecgtrace.contracts.vocabulary import EVENT_KINDS
+from ecgtrace.contracts.vocabulary import EVENT_KINDS, NOTE_ALIASES, RHYTHM_NOTES
+from ecgtrace.tools._rhythm_conduction import DEFAULT_CONDUCTION_PARAMS, conduction_events
+from ecgtrace.tools._rhythm_escape import DEFAULT_ESCAPE_PARAMS, escape_events
 from ecgtrace.tools.af import AfResult, _runs, as_beat_samples, detect_af
 
 RHYTHM_VERSION = "1.0"
@@ -61,7 +63,15 @@ DEFAULT_RHYTHM_PARAMS: dict[str, Any] = {
     "sinus_median_beats": 5,
     "sinus_merge_gap_s": 5.0,
     "suppress_s_in_af": True,
+    **DEFAULT_ESCAPE_PARAMS,
+    **DEFAULT_CONDUCTION_PARAMS,
 }
+#: Episode kinds given as spans (rhythm notes or a wave detector): no QRS inside VF/VFL, so no pause there.
+SPAN_KINDS: tuple[str, ...] = ("afl", "vfl", "vf")
+NO_QRS_SPAN_KINDS: tuple[str, ...] = ("vfl", "vf")
+#: Event kinds whose beats are not sinus beats (they never make sinus tachycardia or bradycardia).
+NOT_SINUS_KINDS: frozenset[str] = frozenset({"junctional_escape", "ventricular_escape", "junctional_rhythm", "ventricular_escape_rhythm",
+                                             "avb2_mobitz1", "avb2_mobitz2", "avb_2to1", "avb3"})
 
 
 
@@ -109,9 +119,11 @@ def _ectopic_events(samples: np.ndarray, is_x: np.ndarray, is_n: np.ndarray, fs_
             span_s = (samples[last] - samples[first]) / fs_hz
             rate = 60.0 * (length - 1) / span_s if span_s > 0 else float("inf")
             if prefix == "v":
-                kind = "vt" if rate > p["vt_min_rate_bpm"] else "ivr"
+                kind = "vt" if rate > p["vt_min_rate_bpm"] else ("ivr" if rate >= p["ventricular_escape_max_bpm"] else "ventricular_escape_rhythm")
             else:
                 kind = "svt" if rate > p["svt_min_rate_bpm"] else "s_run"
+                if span_s >= p["at_min_s"]:  # sustained: also atrial tachycardia (the run stays an svt, like an asystole stays a pause)
+                    events.append(_event("atrial_tachycardia", samples, first, last, fs_hz, prov))
             events.append(_event(kind, samples, first, last, fs_hz, prov))
     used: set[int] = set()
 
@@ -186,6 +198,11 @@ def detect_events(
     artifact_spans: Sequence[tuple[int, int]] = (),
     n_samples: int | None = None,
     beat_source: str = "detected",
+    beat_symbols: np.ndarray | None = None,
+    p_wave_present: np.ndarray | None = None,
+    p_wave_samples: np.ndarray | None = None,
+    blocked_pac_samples: np.ndarray | None = None,
+    rhythm_spans: Sequence[dict[str, Any]] = (),
     **thresholds: Any,
 ) -> list[dict[str, Any]]:
     """Detect rhythm events in a classified beat stream.
@@ -202,6 +219,18 @@ def detect_events(
         n_samples: Record length in samples (spans are clipped to it).
         beat_source: ``reference`` or ``detected``: where the beats came from
             (recorded in provenance).
+        beat_symbols: Reference beat symbols (MIT-BIH ``j``/``E`` mark junctional and
+            ventricular escape beats); without them escape beats are found by
+            lateness (:mod:`ecgtrace.tools._rhythm_escape`).
+        p_wave_present: Bool per beat (e.g. from ``classify_beats``): N beats without P
+            may be junctional.
+        p_wave_samples: Every P-wave peak (sample), e.g. an annotation file's ``p``
+            marks: enables second/third-degree AV block and non-conducted PACs
+            (:mod:`ecgtrace.tools._rhythm_conduction`).
+        blocked_pac_samples: P peaks known to be non-conducted PACs (MIT-BIH ``x``).
+        rhythm_spans: Episodes known from elsewhere, ``{kind, onset_sample,
+            offset_sample}`` with kind in :data:`SPAN_KINDS` (rhythm notes, or a
+            wave detector): emitted as events; no pause or asystole inside VF/VFL.
         **thresholds: Overrides of :data:`DEFAULT_RHYTHM_PARAMS`.
 
     Returns:
@@ -236,14 +265,25 @@ def detect_events(
     is_s = classes == "S"
     if p["suppress_s_in_af"]:
         is_s = is_s & ~af_mask
-    events += _ectopic_events(samples, is_v, is_n, fs_hz, p, "v", prov)
+    known = [dict(r) for r in rhythm_spans if r.get("kind") in SPAN_KINDS]
+    no_qrs = [(int(r["onset_sample"]), int(r["offset_sample"])) for r in known if r["kind"] in NO_QRS_SPAN_KINDS]
+    in_span = _mask_in_spans(samples, [(int(r["onset_sample"]), int(r["offset_sample"])) for r in known])
+    # AF and flutter beats lack a P wave for another reason: they count as having one (never junctional)
+    p_or_excused = None if p_wave_present is None else np.asarray(p_wave_present, bool) | af_mask | in_span
+    escapes, escape_used = escape_events(samples, classes, fs_hz, beat_symbols, p_or_excused, p, irregular=af_mask | in_span)
+    events += [_event(kind, samples, a, b, fs_hz, prov) for kind, a, b in escapes]
+    events += _ectopic_events(samples, is_v & ~escape_used, is_n, fs_hz, p, "v", prov)
     events += _ectopic_events(samples, is_s, is_n, fs_hz, p, "s", prov)
-    if samples.size > 1:
-        gaps = np.flatnonzero(np.diff(samples) > p["pause_min_s"] * fs_hz)
-        for i in gaps.tolist():
-            if not _overlaps_any(int(samples[i]), int(samples[i + 1]), spans):
-                events.append(_event("pause", samples, i, i + 1, fs_hz, prov, duration_ms=int(round((samples[i + 1] - samples[i]) * 1000.0 / fs_hz))))
-    events += _sinus_rate_events(samples, classes, af_mask, spans, fs_hz, p, prov)
+    events += _pause_events(samples, spans, no_qrs, fs_hz, p, prov)
+    events += _span_events(samples, known, fs_hz, prov)
+    if p_wave_samples is not None or blocked_pac_samples is not None:
+        events += _conduction(samples, p_wave_samples, blocked_pac_samples, af_mask | in_span, fs_hz, p, prov)
+    # beats of flutter, AV block, escape beats and rhythms are not sinus beats, whatever their class
+    not_sinus = af_mask | in_span
+    for e in events:
+        if e["kind"] in NOT_SINUS_KINDS and e.get("first_beat") is not None:
+            not_sinus[e["first_beat"] : e["last_beat"] + 1] = True
+    events += _sinus_rate_events(samples, classes, not_sinus, spans, fs_hz, p, prov)
     for s0, s1 in spans:
         lo, hi = np.searchsorted(samples, [s0, s1])
         events.append({
@@ -253,6 +293,78 @@ def detect_events(
         })
     events.sort(key=lambda e: (e["onset_sample"], e["offset_sample"], e["kind"]))
     return events
+
+
+def _mask_in_spans(samples: np.ndarray, spans: Sequence[tuple[int, int]]) -> np.ndarray:
+    mask = np.zeros(samples.size, bool)
+    for a, b in spans:
+        mask |= (samples >= a) & (samples <= b)
+    return mask
+
+
+def _pause_events(samples: np.ndarray, spans: Sequence[tuple[int, int]], no_qrs: Sequence[tuple[int, int]], fs_hz: float, p: dict[str, Any], prov: dict[str, Any]) -> list[dict[str, Any]]:
+    """Pauses (RR > pause_min_s) and asystole (RR > asystole_min_s, also a pause) outside artifact and VF/VFL spans."""
+    events: list[dict[str, Any]] = []
+    if samples.size < 2:
+        return events
+    for i in np.flatnonzero(np.diff(samples) > p["pause_min_s"] * fs_hz).tolist():
+        a, b = int(samples[i]), int(samples[i + 1])
+        if _overlaps_any(a, b, spans) or _overlaps_any(a, b, no_qrs):
+            continue
+        duration_ms = int(round((b - a) * 1000.0 / fs_hz))
+        events.append(_event("pause", samples, i, i + 1, fs_hz, prov, duration_ms=duration_ms))
+        if b - a > p["asystole_min_s"] * fs_hz:
+            events.append(_event("asystole", samples, i, i + 1, fs_hz, prov, duration_ms=duration_ms))
+    return events
+
+
+def _span_events(samples: np.ndarray, known: Sequence[dict[str, Any]], fs_hz: float, prov: dict[str, Any]) -> list[dict[str, Any]]:
+    """Given episodes (AFL, VFL, VF) as events: bounded by their first and last beat (AFL), or by the span (no QRS)."""
+    out = []
+    for r in known:
+        s0, s1 = int(r["onset_sample"]), int(r["offset_sample"])
+        lo, hi = np.searchsorted(samples, [s0, s1])  # beats in [s0, s1): a rhythm note's interval ends where the next begins
+        if r["kind"] not in NO_QRS_SPAN_KINDS and hi > lo:
+            s0, s1 = int(samples[lo]), int(samples[hi - 1])
+        out.append({"kind": r["kind"], "onset_sample": s0, "offset_sample": s1, "onset_ms": int(round(s0 * 1000.0 / fs_hz)),
+                    "offset_ms": int(round(s1 * 1000.0 / fs_hz)), "n_beats": int(hi - lo), "rate_bpm": None, "lead": None,
+                    "first_beat": int(lo) if hi > lo else None, "last_beat": int(hi - 1) if hi > lo else None,
+                    "provenance": {**prov, "span_source": r.get("source", "given")}})
+    return out
+
+
+def _conduction(samples: np.ndarray, p_waves: np.ndarray | None, blocked: np.ndarray | None, no_p_expected: np.ndarray, fs_hz: float, p: dict[str, Any], prov: dict[str, Any]) -> list[dict[str, Any]]:
+    """AV-block and non-conducted-PAC events from P-wave peaks (outside AF/flutter)."""
+    keys = DEFAULT_CONDUCTION_PARAMS.keys()
+    found = conduction_events(samples, np.asarray(p_waves if p_waves is not None else [], dtype=np.int64), fs_hz,
+                              blocked_pac=blocked, **{k: p[k] for k in keys})
+    out = []
+    for kind, a, b, extra in found["events"]:
+        if no_p_expected[a] or no_p_expected[b]:
+            continue
+        if kind == "blocked_pac":
+            t = int(extra["p_sample"])
+            out.append({"kind": kind, "onset_sample": t, "offset_sample": t, "onset_ms": int(round(t * 1000.0 / fs_hz)), "offset_ms": int(round(t * 1000.0 / fs_hz)),
+                        "n_beats": 0, "rate_bpm": None, "lead": None, "first_beat": int(a), "last_beat": int(a), "provenance": prov})
+        else:
+            out.append(_event(kind, samples, a, b, fs_hz, prov, **extra))
+    return out
+
+
+#: Reference rhythm notes that are episodes given as spans (no beats needed), with their PhysioNet aliases.
+NOTE_SPAN_KINDS: dict[str, str] = {**{RHYTHM_NOTES[k]: k for k in SPAN_KINDS}, **{alias: {RHYTHM_NOTES[k]: k for k in SPAN_KINDS}[note] for alias, note in NOTE_ALIASES.items()}}
+
+
+def reference_event_inputs(ann: Any) -> dict[str, Any]:
+    """Keyword arguments of :func:`detect_events` from a :class:`~ecgtrace.tools.annotations.ReferenceAnnotations`.
+
+    Beat symbols (escape beats ``j``/``E``), P-wave peaks (``p`` marks), non-conducted PACs
+    (``x`` marks) and the AFL/VFL/VF rhythm intervals of the file.
+    """
+    spans = [{"kind": NOTE_SPAN_KINDS[iv["label"]], "onset_sample": int(iv["onset_sample"]), "offset_sample": int(iv["offset_sample"]), "source": f"rhythm note ({iv['label']}"}
+             for iv in ann.rhythm_intervals if iv["label"] in NOTE_SPAN_KINDS]
+    marks = getattr(ann, "marks", {}) or {}
+    return {"beat_symbols": ann.beat_symbols, "p_wave_samples": marks.get("p"), "blocked_pac_samples": marks.get("x"), "rhythm_spans": spans}
 
 
 def count_events(events: Sequence[dict[str, Any]]) -> dict[str, int]:

@@ -28,10 +28,12 @@ import numpy as np
 
 from ecgtrace.errors import EcgTraceError
 from ecgtrace.jsonio import to_json_text, write_bytes_atomic, write_text_atomic
-from ecgtrace.contracts.vocabulary import RHYTHM_NOTES
-from ecgtrace.tools._synth_schedule import AVB1_PR_MS, NORMAL_PR_MS, PAC_PR_MS, Beat, Event, plan_events, walk_beats
+from ecgtrace.contracts.vocabulary import note_for
+from ecgtrace.tools._synth_schedule import AVB1_PR_MS, NORMAL_PR_MS, P_PEAK_OFFSET_S, PAC_PR_MS, Beat, Event, _Walker, plan_events, walk_timeline
 
 GENERATOR_VERSION = "1.0"
+#: ``default``: the original event mix (byte-identical for a seed); ``holtercare``: adds Holtercare's rhythm vocabulary.
+PROFILES = ("default", "holtercare")
 LEAD_NAMES = {2: ("MLII", "V1"), 3: ("MLII", "V1", "V5")}
 ADC_GAIN = 1000.0  # adu per mV: 1 µV resolution, +/-32 mV range in format 16
 QTC_MS = {"N": 400.0, "A": 400.0, "V": 440.0}
@@ -77,6 +79,7 @@ def synthesize_holter(
     fs_hz: float = 250.0,
     n_leads: int = 3,
     seed: int = 0,
+    profile: str = "default",
 ) -> SynthResult:
     """Generate a synthetic Holter record with its reference annotations and schedule.
 
@@ -87,6 +90,11 @@ def synthesize_holter(
         fs_hz: Sampling rate, 128 to 500 Hz.
         n_leads: 2 (MLII, V1) or 3 (MLII, V1, V5).
         seed: The same seed gives byte-identical files.
+        profile: ``"default"`` (the original event mix) or ``"holtercare"``: adds atrial
+            flutter, atrial tachycardia, ventricular flutter/fibrillation, asystole, junctional
+            and ventricular escape beats and rhythms, AV block (Mobitz I, Mobitz II, 2:1, third
+            degree), paired PACs and non-conducted PACs, and writes every P-wave peak to the
+            ``.atr`` as a ``p`` mark (see :mod:`ecgtrace.tools._synth_holtercare`).
     """
     if not 0.05 <= hours <= 24.0:
         raise EcgTraceError(f"hours must be between 0.05 and 24, got {hours}")
@@ -96,14 +104,19 @@ def synthesize_holter(
         raise EcgTraceError(f"n_leads must be 2 or 3, got {n_leads}")
     if not name or any(c in name for c in "/\\. "):
         raise EcgTraceError(f"record name {name!r} must be a plain name without dots, spaces or slashes")
+    if profile not in PROFILES:
+        raise EcgTraceError(f"profile must be one of {', '.join(PROFILES)}, got {profile!r}")
     rng = np.random.default_rng(seed)
-    events = plan_events(hours, rng)
-    beats = walk_beats(events, hours, rng)
+    events = plan_events(hours, rng, profile)
+    walker = walk_timeline(events, hours, rng)
+    beats = walker.beats
     for beat in beats:  # R peaks sit on the sample grid, so schedule times equal annotation times
         beat.t_s = round(beat.t_s * fs_hz) / fs_hz
     n_samples = int(round(hours * 3600.0 * fs_hz))
     leads = LEAD_NAMES[n_leads]
     signal = _render(beats, events, n_samples, fs_hz, n_leads, rng)
+    if profile == "holtercare":
+        _render_holtercare(signal, walker, fs_hz, rng)
     digital = np.empty((n_samples, n_leads), dtype="<i2")  # format 16: interleaved by sample
     for lead in range(n_leads):
         digital[:, lead] = np.clip(np.rint(signal[lead] * ADC_GAIN), -32767, 32767)
@@ -114,7 +127,7 @@ def synthesize_holter(
     write_bytes_atomic(f"{base}.dat", digital.tobytes())
     _write_header(base, digital, fs_hz, leads, seed, rng)
     del digital
-    _write_annotations(base, beats, fs_hz)
+    _write_annotations(base, beats, fs_hz, walker if profile == "holtercare" else None)
     schedule = {
         "record": name,
         "fs_hz": float(fs_hz),
@@ -124,10 +137,13 @@ def synthesize_holter(
         "hours": float(hours),
         "generator": {"method": "ecgtrace.tools.synth", "version": GENERATOR_VERSION},
         "n_beats": len(beats),
-        "beats_per_symbol": {s: sum(1 for b in beats if b.symbol == s) for s in ("N", "A", "V")},
+        "beats_per_symbol": {s: sum(1 for b in beats if b.symbol == s) for s in (("N", "A", "V") if profile == "default" else ("N", "A", "V", "j", "E"))},
         "events": [_event_json(e, beats) for e in events],
         "morphology": morphology_truth(),
     }
+    if profile == "holtercare":
+        schedule["profile"] = profile
+        schedule["n_p_waves"] = sum(1 for b in beats if b.pr_ms > 0) + len(walker.atrial_waves)
     schedule_path = Path(f"{base}.schedule.json")
     write_text_atomic(schedule_path, to_json_text(schedule, indent=1) + "\n")
     return SynthResult(record_path=base, schedule=schedule, schedule_path=schedule_path)
@@ -135,13 +151,15 @@ def synthesize_holter(
 
 def _event_json(event: Event, beats: list[Beat]) -> dict[str, Any]:
     row = event.to_json(beats)
-    if event.kind == "pause":
+    if event.kind in ("pause", "asystole"):
         row["rate_bpm"] = None
-        row["pause_ms"] = row["offset_ms"] - row["onset_ms"]
+        row[f"{event.kind}_ms"] = row["offset_ms"] - row["onset_ms"]
+    if "blocked_p_s" in event.params:
+        row["blocked_p_ms"] = [int(round(t * 1000)) for t in event.params["blocked_p_s"]]
     if event.kind == "avb1":
         row["pr_ms"] = round(float(event.params["pr_ms"]), 1)
-    if event.kind in RHYTHM_NOTES:
-        row["rhythm_note"] = "(" + RHYTHM_NOTES[event.kind]
+    if note_for(event.kind):
+        row["rhythm_note"] = "(" + note_for(event.kind)
     return row
 
 
@@ -157,7 +175,7 @@ def _render(beats: list[Beat], events: list[Event], n_samples: int, fs_hz: float
     signal = np.zeros((n_leads, n_samples + 2 * pad), dtype=np.float32)
     stamp = _Stamper(signal, fs_hz, pad, n_leads)
 
-    is_v = symbols == "V"
+    is_v = (symbols == "V") | (symbols == "E")  # ventricular escape beats are wide like PVCs
     has_p = pr_s > 0
     for cls, mask in (("N", ~is_v), ("V", is_v)):
         for _, centre_ms, sigma_ms, amps in (_N_QRS if cls == "N" else _V_QRS):
@@ -284,33 +302,89 @@ def _write_header(base: Path, digital: np.ndarray, fs_hz: float, leads: tuple[st
         tmp_dir.rmdir()
 
 
-def _write_annotations(base: Path, beats: list[Beat], fs_hz: float) -> None:
-    """Every beat, plus a '+' rhythm-change annotation (aux '(AFIB' ...) at the first beat of each rhythm."""
+def _write_annotations(base: Path, beats: list[Beat], fs_hz: float, walker: _Walker | None = None) -> None:
+    """Every beat, plus a '+' rhythm-change annotation (aux '(AFIB' ...) at the first beat of each rhythm.
+
+    With a holtercare ``walker``: rhythm changes without beats (VF, VFL), ``x`` at each
+    non-conducted PAC's P peak and a ``p`` mark at every P-wave peak.
+    """
     import wfdb
 
-    samples: list[int] = []
-    symbols: list[str] = []
-    aux: list[str] = []
+    rows: list[tuple[int, int, str, str]] = []  # (sample, order within a sample, symbol, aux)
     current = None
+    extra = sorted(walker.markers) if walker is not None else []
+    k = 0
     for beat in beats:
         sample = int(round(beat.t_s * fs_hz))
+        while k < len(extra) and extra[k][0] <= beat.t_s:
+            t, symbol, aux = extra[k]
+            rows.append((int(round(t * fs_hz)), 0, symbol, aux))
+            current = aux[1:] if aux.startswith("(") else current
+            k += 1
         if beat.rhythm != current:
-            samples.append(sample)
-            symbols.append("+")
-            aux.append("(" + beat.rhythm)
+            rows.append((sample, 1, "+", "(" + beat.rhythm))
             current = beat.rhythm
-        samples.append(sample)
-        symbols.append(beat.symbol)
-        aux.append("")
+        rows.append((sample, 2, beat.symbol, ""))
+    if walker is not None:
+        rows += _p_marks(beats, walker, fs_hz)
+        rows.sort(key=lambda r: (r[0], r[1]))
+    samples = [r[0] for r in rows]
+    symbols = [r[2] for r in rows]
+    aux_notes = [r[3] for r in rows]
     tmp_dir = base.parent / f".{base.name}.atr.tmp"
     tmp_dir.mkdir(exist_ok=True)
     try:
-        wfdb.wrann(base.name, "atr", np.array(samples, dtype=np.int64), symbol=symbols, aux_note=aux, fs=fs_hz, write_dir=str(tmp_dir))
+        wfdb.wrann(base.name, "atr", np.array(samples, dtype=np.int64), symbol=symbols, aux_note=aux_notes, fs=fs_hz, write_dir=str(tmp_dir))
         os.replace(tmp_dir / f"{base.name}.atr", f"{base}.atr")
     finally:
         for leftover in tmp_dir.glob("*"):
             leftover.unlink()
         tmp_dir.rmdir()
+
+
+def _p_marks(beats: list[Beat], walker: _Walker, fs_hz: float) -> list[tuple[int, int, str, str]]:
+    """``p`` at every P-wave peak (conducted or not); ``x`` for the blocked ectopic P of a non-conducted PAC."""
+    rows = []
+    for beat in beats:
+        if beat.pr_ms > 0:
+            shape = "A" if beat.symbol == "A" else "N"
+            t = beat.t_s + _QRS_ONSET_MS["N"] / 1000.0 - beat.pr_ms / 1000.0 + P_PEAK_OFFSET_S[shape]
+            rows.append((int(round(t * fs_hz)), 3, "p", ""))
+    for onset, shape in walker.atrial_waves:
+        t = int(round((onset + P_PEAK_OFFSET_S[shape]) * fs_hz))
+        rows.append((t, 3, "x" if shape == "A" else "p", ""))
+    return rows
+
+
+def _render_holtercare(signal: np.ndarray, walker: _Walker, fs_hz: float, rng: np.random.Generator) -> None:
+    """P waves without QRS, flutter waves (AFL) and ventricular flutter/fibrillation waves, added in place."""
+    n_leads, n = signal.shape
+    pad = int(math.ceil(4 * 0.05 * fs_hz)) + 2
+    if walker.atrial_waves:
+        padded = np.zeros((n_leads, n + 2 * pad), dtype=np.float32)
+        stamp = _Stamper(padded, fs_hz, pad, n_leads)
+        for shape in ("N", "A"):
+            onsets = np.array([t for t, s in walker.atrial_waves if s == shape])
+            if onsets.size:
+                sigma_p, amps_p = _P_WAVE[shape]
+                stamp(onsets + BOUNDARY_SIGMAS * sigma_p / 1000.0, sigma_p / 1000.0, np.ones(onsets.size), amps_p)
+        signal += padded[:, pad : pad + n]
+    for kind, start, stop, p in walker.wave_spans:
+        i0, i1 = max(int(start * fs_hz), 0), min(int(stop * fs_hz), n)
+        t = np.arange(i1 - i0) / fs_hz
+        if kind == "afl":  # sawtooth flutter waves, negative in the inferior lead
+            phase = (t * p["flutter_per_min"] / 60.0) % 1.0
+            wave = 0.5 - phase
+            amps = (0.25, 0.12, 0.15)
+        elif kind == "vfl":  # regular sine-like flutter waves, no distinct QRS
+            wave = np.sin(2 * np.pi * p["freq_hz"] * t) * p["amplitude_mv"]
+            amps = (1.0, 0.8, 1.1)
+        else:  # vf: irregular waves of changing frequency and size
+            freq = 3.0 + 6.0 * np.abs(_slow_noise(t.size, fs_hz, 2.0, rng, 0.5))
+            wave = np.sin(2 * np.pi * np.cumsum(np.clip(freq, 3.0, 9.0)) / fs_hz) * p["amplitude_mv"] * (0.5 + np.abs(_slow_noise(t.size, fs_hz, 1.5, rng, 0.6)))
+            amps = (1.0, 0.7, 0.9)
+        for lead in range(n_leads):
+            signal[lead, i0:i1] += (amps[lead] * wave).astype(np.float32)
 
 
 def load_schedule(record_path: str | os.PathLike[str]) -> dict[str, Any]:

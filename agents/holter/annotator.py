@@ -127,7 +127,9 @@ def _reference_bundle(record_ref: dict[str, Any], fs_hz: float | None) -> dict[s
     fs = float(ann.fs_hz)
     noise, noise_source = reference_noise_spans(base, fs)
     has_notes = bool(ann.rhythm_intervals)
-    events = beat_stream_events(samples, classes, fs, int(ann.n_samples), noise, has_rhythm_notes=has_notes)
+    from ecgtrace.tools.rhythm import reference_event_inputs
+
+    events = beat_stream_events(samples, classes, fs, int(ann.n_samples), noise, has_rhythm_notes=has_notes, extra=reference_event_inputs(ann))
     events += rhythm_note_events(samples, ann.rhythm_intervals, fs)
     events.sort(key=lambda e: (e["onset_ms"], e["kind"], e["offset_ms"]))
     method = f"annotation file .{ann.extension}; events by rhythm.detect_events + rhythm notes"
@@ -191,10 +193,14 @@ def _event(kind: str, beat_ms: np.ndarray, first: int, last: int) -> dict[str, A
 
 
 #: Kinds taken from ``detect_events`` on the reference beats; rhythm-note kinds come from the notes when the file has any.
-_BEAT_KINDS = frozenset({"pac", "pvc", "v_couplet", "s_couplet", "vt", "ivr", "svt", "v_bigeminy", "v_trigeminy", "s_bigeminy", "s_trigeminy", "pause"})
+_BEAT_KINDS = frozenset({"pac", "pvc", "v_couplet", "s_couplet", "vt", "ivr", "svt", "v_bigeminy", "v_trigeminy", "s_bigeminy", "s_trigeminy", "pause",
+                         # from beat symbols, P-wave marks and VF/VFL notes (tools.rhythm.reference_event_inputs)
+                         "asystole", "junctional_escape", "ventricular_escape", "junctional_rhythm", "ventricular_escape_rhythm",
+                         "avb2_mobitz1", "avb2_mobitz2", "avb_2to1", "avb3", "blocked_pac", "vf", "vfl"})
 
 
-def beat_stream_events(samples: np.ndarray, classes: np.ndarray, fs_hz: float, n_samples: int, noise_ms: list[list[int]], *, has_rhythm_notes: bool) -> list[dict[str, Any]]:
+def beat_stream_events(samples: np.ndarray, classes: np.ndarray, fs_hz: float, n_samples: int, noise_ms: list[list[int]], *, has_rhythm_notes: bool,
+                       extra: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """``ecgtrace.tools.rhythm.detect_events`` on a reference beat stream (ectopy, runs, pauses).
 
     AF, first-degree AV block and sinus brady/tachycardia come from the
@@ -204,7 +210,7 @@ def beat_stream_events(samples: np.ndarray, classes: np.ndarray, fs_hz: float, n
     from ecgtrace.tools.rhythm import detect_events
 
     spans = [(int(a * fs_hz / 1000.0), int(b * fs_hz / 1000.0)) for a, b in noise_ms]
-    found = detect_events(samples, classes, fs_hz, artifact_spans=spans, n_samples=n_samples, beat_source="reference")
+    found = detect_events(samples, classes, fs_hz, artifact_spans=spans, n_samples=n_samples, beat_source="reference", **(extra or {}))
     keep = _BEAT_KINDS if has_rhythm_notes else _BEAT_KINDS | {"af", "sinus_tachycardia", "sinus_bradycardia"}
     return [plain_json(dict(e)) for e in found if e.get("kind") in keep]
 

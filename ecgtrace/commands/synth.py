@@ -14,6 +14,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--leads", type=int, default=3, choices=(2, 3), help="number of leads (default 3)")
     parser.add_argument("--seed", type=int, default=0, help="random seed; the same seed gives byte-identical files")
     parser.add_argument("--name", default="holter", help="record name (default holter)")
+    parser.add_argument("--profile", default="default", choices=("default", "holtercare"),
+                        help="event mix: default, or holtercare (adds flutter, VF, asystole, escape rhythms, AV block ...)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -26,7 +28,7 @@ def run(args: argparse.Namespace) -> int:
     console = Console()
     started = time.perf_counter()
     with console.status(f"synthesizing {args.hours:g} h x {args.leads} leads at {args.fs:g} Hz ..."):
-        result = synthesize_holter(args.out, name=args.name, hours=args.hours, fs_hz=args.fs, n_leads=args.leads, seed=args.seed)
+        result = synthesize_holter(args.out, name=args.name, hours=args.hours, fs_hz=args.fs, n_leads=args.leads, seed=args.seed, profile=args.profile)
     elapsed = time.perf_counter() - started
     print_schedule_summary(console, result.schedule, title=f"{result.record_path} ({elapsed:.1f} s)")
     console.print(f"wrote {result.record_path}.hea/.dat/.atr and {result.schedule_path.name}")

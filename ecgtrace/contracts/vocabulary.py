@@ -54,7 +54,7 @@ _KINDS: tuple[EventKind, ...] = (
     EventKind("svt", "run of supraventricular tachycardia", "runs of supraventricular tachycardia", "supraventricular tachycardia", "run", "SVTA"),
     EventKind("s_run", "atrial run", "atrial runs", "atrial run", "run", qa=False),
     EventKind("v_couplet", "ventricular couplet", "ventricular couplets", "ventricular couplet", "run"),
-    EventKind("s_couplet", "atrial couplet", "atrial couplets", "atrial couplet", "run", qa=False),
+    EventKind("s_couplet", "pair of premature atrial contractions (atrial couplet)", "pairs of premature atrial contractions (atrial couplets)", "paired premature atrial contractions", "run"),
     EventKind("v_bigeminy", "ventricular bigeminy", "episodes of ventricular bigeminy", "ventricular bigeminy", "pattern", "B"),
     EventKind("v_trigeminy", "ventricular trigeminy", "episodes of ventricular trigeminy", "ventricular trigeminy", "pattern", "T"),
     # atrial bigeminy is "(AB" as in LTAFDB; no standard PhysioNet note exists for atrial trigeminy
@@ -68,6 +68,28 @@ _KINDS: tuple[EventKind, ...] = (
     EventKind("sinus_tachycardia", "sinus tachycardia", "episodes of sinus tachycardia", "sinus tachycardia", "episode", "STACH"),
     EventKind("sinus_bradycardia", "sinus bradycardia", "episodes of sinus bradycardia", "sinus bradycardia", "episode", "SBR"),
     EventKind("noise", "noise", "noise spans", "noise", "run", qa=False),
+    # Holtercare's rhythm vocabulary (tools/_rhythm_escape.py, tools/_rhythm_conduction.py, tools/_rhythm_waves.py;
+    # the synthetic generator's profile="holtercare" schedules every one of them)
+    EventKind("afl", "atrial flutter", "episodes of atrial flutter", "atrial flutter", "episode", "AFL"),
+    EventKind("atrial_tachycardia", "atrial tachycardia", "episodes of atrial tachycardia", "atrial tachycardia", "episode", "AT"),
+    EventKind("vfl", "ventricular flutter", "episodes of ventricular flutter", "ventricular flutter", "run", "VFL"),
+    EventKind("vf", "ventricular fibrillation", "episodes of ventricular fibrillation", "ventricular fibrillation", "run", "VF"),
+    EventKind("asystole", "asystole (pause over 3 s)", "asystoles (pauses over 3 s)", "asystole", "run"),
+    EventKind("junctional_escape", "junctional escape beat", "junctional escape beats", "junctional escape beat", "beat"),
+    EventKind("ventricular_escape", "ventricular escape beat", "ventricular escape beats", "ventricular escape beat", "beat"),
+    EventKind("junctional_rhythm", "junctional escape rhythm", "episodes of junctional escape rhythm", "junctional escape rhythm", "run", "NOD"),
+    # a slow idioventricular rhythm: annotation files mark it "(IVR" like ivr
+    EventKind("ventricular_escape_rhythm", "ventricular escape rhythm", "episodes of ventricular escape rhythm", "ventricular escape rhythm", "run"),
+    # "(BII" marks second-degree AV block of any type in PhysioNet files; the three types are told apart from P waves
+    EventKind("avb2", "second-degree AV block", "episodes of second-degree AV block", "second-degree AV block", "run", "BII", detected=False, qa=False),
+    EventKind("avb2_mobitz1", "second-degree AV block, Mobitz I (Wenckebach)", "episodes of second-degree AV block, Mobitz I",
+              "second-degree AV block Mobitz I", "run"),
+    EventKind("avb2_mobitz2", "second-degree AV block, Mobitz II", "episodes of second-degree AV block, Mobitz II",
+              "second-degree AV block Mobitz II", "run"),
+    EventKind("avb_2to1", "2:1 AV block", "episodes of 2:1 AV block", "2:1 AV block", "run"),
+    EventKind("avb3", "third-degree AV block", "episodes of third-degree AV block", "third-degree AV block", "run", "BIII"),
+    EventKind("blocked_pac", "non-conducted premature atrial contraction", "non-conducted premature atrial contractions",
+              "non-conducted premature atrial contraction", "beat"),
 )
 
 #: Every event kind by name.
@@ -80,7 +102,12 @@ EVENT_KINDS: tuple[str, ...] = tuple(k.name for k in _KINDS if k.detected)
 QA_EVENT_KINDS: tuple[str, ...] = (
     "pac", "pvc", "v_couplet", "vt", "svt", "v_bigeminy", "v_trigeminy",
     "af", "pause", "avb1", "sinus_tachycardia", "sinus_bradycardia",
+    # Holtercare's rhythm vocabulary, after the original kinds so that templates keep their order
+    "s_couplet", "afl", "atrial_tachycardia", "vfl", "vf", "asystole", "junctional_escape", "ventricular_escape",
+    "junctional_rhythm", "ventricular_escape_rhythm", "avb2_mobitz1", "avb2_mobitz2", "avb_2to1", "avb3", "blocked_pac",
 )
+#: Kinds a count or timing question may target: discrete events (beats, runs), never minutes-long episodes.
+COUNTABLE_KINDS: tuple[str, ...] = tuple(k for k in QA_EVENT_KINDS if KINDS[k].span in ("beat", "run"))
 
 #: Kinds whose episodes last minutes: a QA window is placed inside the episode.
 EPISODE_KINDS: frozenset[str] = frozenset(k.name for k in _KINDS if k.span == "episode")
@@ -91,6 +118,13 @@ COVERING_KINDS: frozenset[str] = frozenset(k.name for k in _KINDS if k.span in (
 
 #: ``{kind: aux note}`` for kinds marked by a WFDB rhythm aux note (``"(AFIB"`` is written as ``"(" + note``).
 RHYTHM_NOTES: dict[str, str] = {k.name: k.aux_note for k in _KINDS if k.aux_note}
+#: Kinds whose beats carry the note of a broader kind (a ventricular escape rhythm is an idioventricular rhythm).
+NOTE_OF: dict[str, str] = {"ventricular_escape_rhythm": "ivr", "avb2_mobitz1": "avb2", "avb2_mobitz2": "avb2", "avb_2to1": "avb2"}
+
+
+def note_for(kind: str) -> str | None:
+    """The rhythm aux note written for ``kind`` (its own, or that of the broader kind in :data:`NOTE_OF`), or None."""
+    return RHYTHM_NOTES.get(NOTE_OF.get(kind, kind))
 
 #: The finding of a window with no event: the answer of a "normal" diagnosis item.
 NORMAL = "normal"
@@ -98,8 +132,13 @@ NORMAL_LABELS: tuple[str, str] = ("normal sinus rhythm", "normal sinus rhythm")
 NORMAL_DIAGNOSIS = "normal sinus rhythm"
 
 
+#: Other spellings of rhythm notes in PhysioNet databases (VFDB writes ``(VFIB`` beside ``(VF``).
+NOTE_ALIASES: dict[str, str] = {"VFIB": "VF"}
+
+
 def kind_of_note(note: str) -> str | None:
-    """The event kind a rhythm aux note marks (``"AFIB"`` -> ``"af"``), or None."""
+    """The event kind a rhythm aux note marks (``"AFIB"`` -> ``"af"``), or None (shared notes: the first kind listed)."""
+    note = NOTE_ALIASES.get(note, note)
     for name, aux in RHYTHM_NOTES.items():
         if aux == note:
             return name

@@ -17,11 +17,9 @@ from ecgtrace.agents.holter.facts import Facts
 from ecgtrace.agents.holter.report import LABELS
 from ecgtrace.agents.holter.tasks._base import QATask, Target, WriteContext, Written, register
 from ecgtrace.agents.holter.windows import present_kinds, record_targets, window_targets
-from ecgtrace.contracts.vocabulary import NORMAL
+from ecgtrace.contracts.vocabulary import COUNTABLE_KINDS, NORMAL
 from ecgtrace.rubrics.template_schema import QATemplate
 
-#: Kinds counted or timed: those the beat table can recount one by one.
-COUNTABLE_KINDS: tuple[str, ...] = ("pac", "pvc", "v_couplet", "vt", "svt", "pause")
 COUNT_OFFSETS = (-1, 1, 2)
 
 

@@ -14,9 +14,8 @@ from ecgtrace.agents.holter.distractors import format_ms_list, timing_distractor
 from ecgtrace.agents.holter.evidence import window_evidence
 from ecgtrace.agents.holter.facts import Facts
 from ecgtrace.agents.holter.tasks._base import QATask, Target, WriteContext, Written, register
-from ecgtrace.agents.holter.tasks.count import COUNTABLE_KINDS
 from ecgtrace.agents.holter.windows import present_kinds, window_targets
-from ecgtrace.contracts.vocabulary import NORMAL
+from ecgtrace.contracts.vocabulary import COUNTABLE_KINDS, NORMAL
 from ecgtrace.rubrics.template_schema import QATemplate
 
 TIMING_SHIFTS_MS = (-600, 800)

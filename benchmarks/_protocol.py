@@ -1,0 +1,46 @@
+"""Which records a benchmark may tune on and which it only scores (one home for the split).
+
+MIT-BIH follows the inter-patient protocol of de Chazal et al. (2004): DS1 is
+for tuning and training, DS2 for scoring only, and the paced records are left
+out of classification. ``../shared/data`` holds DS1, the paced records and one
+DS2 record (100); the rest of DS2 is kept out of the folder on purpose.
+
+Every table marks a record ``tuned`` (its labels were used to set a
+threshold, fit a model, or choose a rule) or ``untuned`` (scored only).
+Record 100 (DS2) is ``untuned`` for the classifier from model 2 on (it was in
+the training set of model 1) and for the detector's settings from version 3
+on; the version-2 detector settings were chosen on all 27 shared records
+including 100, so 100 is flagged ``DS2*`` in detection tables.
+
+QTDB's ``sel1xx``/``sel2xx`` records are 15-minute excerpts of MIT-BIH
+records: those cut from records in ``../shared/data`` inherit their status
+(DS1 and paced: tuned); those cut from DS2 records that are not here are
+untuned. SVDB, VFDB, QTDB's other records and the synthetic record's beats
+(no threshold was set on it, except the electrode-motion bursts of the
+artifact index) are untuned.
+"""
+
+from __future__ import annotations
+
+from ecgtrace.tools._classify_train import DS1_RECORDS, DS2_RECORDS, PACED_RECORDS
+
+__all__ = ["DS1_RECORDS", "DS2_RECORDS", "PACED_RECORDS", "QTDB_TUNED", "mitdb_status", "qtdb_status"]
+
+#: QTDB excerpts of MIT-BIH records that are in ../shared/data (DS1 or paced): tuned through their source.
+QTDB_TUNED = frozenset(f"sel{r}" for r in (*DS1_RECORDS, *PACED_RECORDS))
+
+
+def mitdb_status(record: str) -> str:
+    """``DS1 tuned``, ``paced tuned``, ``DS2*`` (record 100; see the module note) or ``DS2``."""
+    if record in DS1_RECORDS:
+        return "DS1 tuned"
+    if record in PACED_RECORDS:
+        return "paced tuned"
+    return "DS2*" if record == "100" else "DS2"
+
+
+def qtdb_status(record: str) -> str:
+    """``tuned`` for excerpts of shared DS1/paced records, ``DS2*`` for sel100, else ``untuned``."""
+    if record in QTDB_TUNED:
+        return "tuned"
+    return "DS2*" if record == "sel100" else "untuned"

@@ -1,0 +1,192 @@
+"""Holtercare's rhythm vocabulary in ``benchmarks/rhythm.py``: episode Se and +P by duration, per event kind.
+
+Matching: a reference episode is found (Se) when an event of the same kind
+overlaps it (point events such as escape beats and non-conducted PACs: an
+event within +-``POINT_TOL_MS``); an event is correct (+P) when it overlaps a
+reference episode of its kind. Both are broken down by the episode's duration
+(``point``, ``< 10 s``, ``10-60 s``, ``>= 60 s``), the reference's for Se and the
+event's own for +P.
+
+Sections:
+
+1. Synthetic holtercare profile (untuned: the rules were written from the
+   definitions, and the schedule is exact): events from the ``.atr`` reference
+   (beats, symbols, P marks, rhythm notes) and from the signal (detected beats,
+   classes, P-wave presence, VF/VFL wave spans; no P marks, so AV block is not
+   expected there).
+2. MIT-BIH expert labels (DS1 records and 100): escape beats ``j``/``E`` and
+   ``(NOD``/``(IVR``/``(VFL``/``(AFL`` intervals against events found from the
+   reference beat positions and classes *without* their symbols (lateness, P-wave
+   presence measured on the signal by tools/classify.py, wave spans).
+3. VFDB (untuned): ``(VF``/``(VFIB``/``(VFL``/``(ASYS`` intervals against events
+   from detected beats and wave spans.
+"""
+
+from __future__ import annotations
+
+import collections
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from rich.table import Table
+
+from ecgtrace.tools.annotations import read_reference_annotations
+from ecgtrace.tools.rhythm import detect_events, reference_event_inputs
+
+POINT_TOL_MS = 150.0
+BINS = ("point", "< 10 s", "10-60 s", ">= 60 s")
+VOCAB_KINDS = ("afl", "atrial_tachycardia", "vfl", "vf", "asystole", "junctional_escape", "ventricular_escape", "junctional_rhythm",
+               "ventricular_escape_rhythm", "avb2_mobitz1", "avb2_mobitz2", "avb_2to1", "avb3", "s_couplet", "svt", "blocked_pac")
+#: Expert rhythm labels -> kinds that count as finding them.
+LABEL_KINDS = {"NOD": ("junctional_rhythm",), "IVR": ("ivr", "ventricular_escape_rhythm"), "VFL": ("vfl", "vf"), "VF": ("vf", "vfl"),
+               "VFIB": ("vf", "vfl"), "AFL": ("afl",), "ASYS": ("asystole",)}
+
+
+def _bin(duration_ms: float, point: bool) -> str:
+    if point:
+        return "point"
+    return "< 10 s" if duration_ms < 10_000 else ("10-60 s" if duration_ms < 60_000 else ">= 60 s")
+
+
+def _overlaps(a: dict[str, Any], b: dict[str, Any], point: bool) -> bool:
+    if point:
+        return abs(a["onset_ms"] - b["onset_ms"]) <= POINT_TOL_MS
+    return a["onset_ms"] <= b["offset_ms"] and a["offset_ms"] >= b["onset_ms"]
+
+
+#: Subtypes that are also their parent kind (an atrial tachycardia is an svt, an asystole a pause).
+REF_ALIASES = {"svt": ("svt", "atrial_tachycardia"), "pause": ("pause", "asystole"), "VF|VFIB|VFL": ("VF", "VFIB", "VFL")}
+
+
+def episode_scores(reference: list[dict[str, Any]], events: list[dict[str, Any]], kinds: dict[str, tuple[str, ...]]) -> dict[str, dict[str, list[int]]]:
+    """Per reference kind and duration bin: ``[found, reference, correct events, events]``."""
+    out: dict[str, dict[str, list[int]]] = {}
+    for ref_kind, det_kinds in kinds.items():
+        refs = [r for r in reference if r["kind"] in REF_ALIASES.get(ref_kind, (ref_kind,))]
+        dets = [e for e in events if e["kind"] in det_kinds]
+        point = ref_kind in ("junctional_escape", "ventricular_escape", "blocked_pac")
+        rows = out.setdefault(ref_kind, {b: [0, 0, 0, 0] for b in BINS})
+        for r in refs:
+            cell = rows[_bin(r["offset_ms"] - r["onset_ms"], point)]
+            cell[1] += 1
+            cell[0] += any(_overlaps(r, e, point) for e in dets)
+        for e in dets:
+            cell = rows[_bin(e["offset_ms"] - e["onset_ms"], point)]
+            cell[3] += 1
+            cell[2] += any(_overlaps(r, e, point) for r in refs)
+    return out
+
+
+def score_table(title: str, scores: dict[str, dict[str, list[int]]]) -> Table:
+    t = Table(title=title)
+    t.add_column("kind")
+    for b in BINS:
+        t.add_column(f"{b}: Se (n)", justify="right")
+        t.add_column("+P (n)", justify="right")
+    t.add_column("all: Se / +P %", justify="right")
+    for kind, rows in scores.items():
+        cells = []
+        tot = [0, 0, 0, 0]
+        for b in BINS:
+            f, r, c, d = rows[b]
+            tot = [x + y for x, y in zip(tot, rows[b])]
+            cells += [f"{100 * f / r:.0f} ({r})" if r else "-", f"{100 * c / d:.0f} ({d})" if d else "-"]
+        cells.append(f"{100 * tot[0] / tot[1]:.1f} / {100 * tot[2] / tot[3]:.1f}" if tot[1] and tot[3] else (f"{100 * tot[0] / tot[1]:.1f} / -" if tot[1] else f"- / {100 * tot[2] / tot[3]:.1f}" if tot[3] else "-"))
+        t.add_row(kind, *cells)
+    return t
+
+
+def _same(kinds: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
+    return {k: (k,) for k in kinds}
+
+
+def detected_events(record_path: Path, *, signal_waves: bool = True) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Events from the signal alone: detected beats, classes, P-wave presence and (optionally) wave spans."""
+    from ecgtrace.tools._rhythm_waves import ventricular_wave_spans
+    from ecgtrace.tools.beats import detect_beats
+    from ecgtrace.tools.classify import classify_beats
+
+    table = detect_beats(record_path, workers=2)
+    spans = [(int(a), int(b)) for a, b in table.artifact_spans]
+    bc = classify_beats(record_path, table.samples, table.fs_hz, artifact_spans=spans)
+    waves = ventricular_wave_spans(record_path, spans) if signal_waves else []
+    events = detect_events(table.samples, bc.classes, table.fs_hz, artifact_spans=spans, p_wave_present=bc.features["p_wave_present"], rhythm_spans=waves)
+    return events, {"n_beats": int(table.samples.size), "waves": len(waves)}
+
+
+def synthetic_section(hours: float, seed: int, detected: bool) -> list[Table]:
+    from ecgtrace.tools.synth import synthesize_holter
+
+    tables = []
+    with tempfile.TemporaryDirectory(prefix="ecgtrace-rhythm-hc-") as tmp:
+        synth = synthesize_holter(tmp, hours=hours, seed=seed, profile="holtercare")
+        ann = read_reference_annotations(synth.record_path)
+        ref = synth.schedule["events"]
+        events = detect_events(ann.beat_samples, ann.beat_classes, ann.fs_hz, beat_source="reference", **reference_event_inputs(ann))
+        kinds = {**_same(VOCAB_KINDS), "svt": ("svt",)}
+        tables.append(score_table(f"synthetic holtercare {hours:g} h seed {seed} (untuned): events from the .atr reference (beats, symbols, P marks, notes)", episode_scores(ref, events, kinds)))
+        if detected:
+            ev, info = detected_events(synth.record_path)
+            tables.append(score_table(f"synthetic holtercare {hours:g} h seed {seed}: events from the SIGNAL ({info['n_beats']} detected beats, {info['waves']} wave spans; no P marks: AV block not expected)",
+                                      episode_scores(ref, ev, kinds)))
+    return tables
+
+
+def _expert_reference(ann: Any) -> list[dict[str, Any]]:
+    """Expert escape beats (``j``/``E``) as point episodes and labelled rhythm intervals as episodes."""
+    ms = ann.beat_samples * 1000.0 / ann.fs_hz
+    out = [{"kind": "junctional_escape" if s == "j" else "ventricular_escape", "onset_ms": float(t), "offset_ms": float(t)}
+           for s, t in zip(ann.beat_symbols, ms) if s in ("j", "E")]
+    out += [{"kind": iv["label"], "onset_ms": iv["onset_ms"], "offset_ms": iv["offset_ms"]} for iv in ann.rhythm_intervals if iv["label"] in LABEL_KINDS]
+    return out
+
+
+def mitdb_section(data: Path, records: tuple[str, ...]) -> Table:
+    """Escape beats and rhythms from reference beats and classes without symbols, P presence from the signal."""
+    from ecgtrace.tools._rhythm_waves import ventricular_wave_spans
+    from ecgtrace.tools.classify import classify_beats
+
+    total: dict[str, dict[str, list[int]]] = {}
+    kinds = {"junctional_escape": ("junctional_escape", "junctional_rhythm"), "ventricular_escape": ("ventricular_escape", "ventricular_escape_rhythm", "ivr"),
+             **{k: v for k, v in LABEL_KINDS.items() if k in ("NOD", "IVR", "VFL", "AFL")}}
+    for rec in records:
+        path = data / "mitdb" / rec
+        if not Path(f"{path}.atr").exists():
+            continue
+        ann = read_reference_annotations(path)
+        bc = classify_beats(path, ann.beat_samples, ann.fs_hz)
+        gaps = np.flatnonzero(np.diff(ann.beat_samples) > 2.0 * ann.fs_hz)  # no QRS for > 2 s: where VF/VFL can hide
+        waves = ventricular_wave_spans(path, [(int(ann.beat_samples[i]) + int(0.3 * ann.fs_hz), int(ann.beat_samples[i + 1]) - int(0.1 * ann.fs_hz)) for i in gaps])
+        events = detect_events(ann.beat_samples, ann.beat_classes, ann.fs_hz, beat_source="reference", p_wave_present=bc.features["p_wave_present"], rhythm_spans=waves)
+        for kind, rows in episode_scores(_expert_reference(ann), events, kinds).items():
+            acc = total.setdefault(kind, {b: [0, 0, 0, 0] for b in BINS})
+            for b in BINS:
+                acc[b] = [x + y for x, y in zip(acc[b], rows[b])]
+    return score_table(f"MIT-BIH ({len(records)} records: DS1 tuned + 100): expert j/E beats and NOD/IVR/VFL/AFL intervals vs events from reference beats WITHOUT symbols", total)
+
+
+def vfdb_section(data: Path) -> Table:
+    """VF/VFL/asystole episodes of VFDB (untuned) against events from the signal."""
+    total: dict[str, dict[str, list[int]]] = {}
+    kinds = {**{k: v for k, v in LABEL_KINDS.items() if k in ("VF", "VFIB", "VFL", "ASYS")}, "VF|VFIB|VFL": ("vf", "vfl")}
+    folder = data / "vfdb"
+    names = sorted(p.stem for p in folder.glob("*.hea")) if folder.is_dir() else []
+    for rec in names:
+        ann = read_reference_annotations(folder / rec)
+        ref = [{"kind": iv["label"], "onset_ms": iv["onset_ms"], "offset_ms": iv["offset_ms"]} for iv in ann.rhythm_intervals if iv["label"] in kinds]
+        events, _ = detected_events(folder / rec)
+        for kind, rows in episode_scores(ref, events, kinds).items():
+            acc = total.setdefault(kind, {b: [0, 0, 0, 0] for b in BINS})
+            for b in BINS:
+                acc[b] = [x + y for x, y in zip(acc[b], rows[b])]
+    return score_table(f"VFDB ({len(names)} records, untuned): expert VF/VFIB/VFL/ASYS intervals vs events from the signal", total)
+
+
+def counts_line(events: list[dict[str, Any]]) -> str:
+    c = collections.Counter(e["kind"] for e in events)
+    return ", ".join(f"{k} {c[k]}" for k in VOCAB_KINDS if c[k])
+
+
+__all__ = ["counts_line", "episode_scores", "mitdb_section", "score_table", "synthetic_section", "vfdb_section"]
