@@ -1,14 +1,17 @@
-"""Run directory I/O for reasoning audits.
+"""Run directory I/O for reasoning audits and QA evaluations.
 
 A run directory holds:
 
-* ``header.json`` - written once when the run starts: ``format``, ``run_id``,
-  ``identity`` (everything that decides the results: dataset path and SHA-256,
-  model, modality, mode, seed, limit, prompt version), ``settings`` (things
-  that may change between resumes: concurrency, timeout, base URL, name of the
-  API-key variable - never the key), ``versions`` and ``created_utc``.
+* ``header.json`` - a :class:`ecgtrace.contracts.RunHeader`, written once when
+  the run starts: ``format`` (``ecgtrace-run/2``), ``kind`` (``audit`` or
+  ``qa``: what the run examines, so no reader guesses it from the rows),
+  ``run_id``, ``identity`` (everything that decides the results: dataset
+  SHA-256, model, modality, mode, seed, limit, prompt version), ``settings``
+  (things that may change between resumes: concurrency, timeout, base URL,
+  name of the API-key variable - never the key), ``versions`` and
+  ``created_utc``. Format 1 headers (``ecgtrace-audit-run/1``) are still read.
 * ``samples.jsonl`` - append-only, one line per finished sample
-  (``id``, ``diagnosis``, ``label``, ``path_id``, ``turns``), fsynced.
+  (:class:`~ecgtrace.contracts.AuditSample` or :class:`~ecgtrace.contracts.QASample`), fsynced.
 * ``results.json`` - metrics, rewritten atomically from ``samples.jsonl``.
 * ``checkpoints.sqlite`` - LangGraph checkpoints (one thread per sample).
 
@@ -27,10 +30,11 @@ import platform
 from pathlib import Path
 from typing import Any
 
+from ecgtrace.contracts.runs import RUN_FORMAT, RunHeader
 from ecgtrace.errors import RunError
 from ecgtrace.jsonio import append_jsonl, read_jsonl, to_json_text, write_json_atomic, write_jsonl_atomic
 
-FORMAT = "ecgtrace-audit-run/1"
+FORMAT = RUN_FORMAT
 HEADER = "header.json"
 SAMPLES = "samples.jsonl"
 RESULTS = "results.json"
@@ -54,12 +58,13 @@ def run_id_for(identity: dict[str, Any]) -> str:
 
 
 class RunDir:
-    """An audit run directory; use :meth:`open`."""
+    """A run directory; use :meth:`open`. ``header`` is the header's JSON, ``kind`` what the run examines."""
 
     def __init__(self, path: Path, header: dict[str, Any]) -> None:
         self.path = path
         self.header = header
         self.run_id: str = header["run_id"]
+        self.kind: str = header["kind"]
         self._ids: set[str] = set()
 
     @property
@@ -75,30 +80,28 @@ class RunDir:
         return self.path / CHECKPOINTS
 
     @classmethod
-    def open(cls, path: str | os.PathLike[str], identity: dict[str, Any], settings: dict[str, Any] | None = None) -> RunDir:
-        """Create the run directory, or reopen it after checking it belongs to the same run."""
+    def open(cls, path: str | os.PathLike[str], identity: dict[str, Any], settings: dict[str, Any] | None = None, *,
+             kind: str | None = None) -> RunDir:
+        """Create the run directory, or reopen it after checking it belongs to the same run.
+
+        ``kind`` (``audit`` or ``qa``) is what the run examines; by default the
+        identity's own ``kind`` (QA identities carry one), else ``audit``.
+        """
         root = Path(path)
         if root.exists() and not root.is_dir():
             raise RunError(f"--run {root} exists and is not a folder")
         header_path = root / HEADER
         if header_path.exists():
             header = read_header(root)
-            old = header.get("identity", {})
-            if old != identity:
-                diffs = [k for k in sorted(set(old) | set(identity)) if old.get(k) != identity.get(k)]
-                shown = "; ".join(f"{k}: {old.get(k)!r} -> {identity.get(k)!r}" for k in diffs[:3])
-                raise RunError(f"{root} holds a run with a different dataset/config ({shown}); use a new --run folder")
+            if kind is not None and header["kind"] != kind:
+                raise RunError(f"{root} holds a run of kind {header['kind']!r}, not {kind!r}; use a new --run folder")
+            _check_identity(root, header.get("identity", {}), identity)
         else:
             if root.exists() and any(root.iterdir()):
                 raise RunError(f"{root} is not empty and has no {HEADER}; refusing to mix runs (use a new --run folder)")
-            header = {
-                "format": FORMAT,
-                "run_id": run_id_for(identity),
-                "identity": identity,
-                "settings": settings or {},
-                "versions": package_versions(),
-                "created_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            }
+            header = RunHeader(kind=kind or identity.get("kind") or "audit", run_id=run_id_for(identity), identity=identity,  # type: ignore[arg-type]
+                               settings=settings or {}, versions=package_versions(),
+                               created_utc=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")).to_json()
             write_json_atomic(header_path, header)
         run = cls(root, header)
         run._repair_tail()
@@ -132,8 +135,10 @@ class RunDir:
     def finished_ids(self) -> set[str]:
         return set(self._ids)
 
-    def append_sample(self, row: dict[str, Any]) -> bool:
-        """Append one finished sample; False (nothing written) when its id is already there."""
+    def append_sample(self, row: dict[str, Any] | Any) -> bool:
+        """Append one finished sample (a sample model or its JSON); False (nothing written) when its id is already there."""
+        if hasattr(row, "to_json"):
+            row = row.to_json()
         if row["id"] in self._ids:
             return False
         append_jsonl(self.samples_path, row)
@@ -161,19 +166,35 @@ class RunDir:
         return f"{self.run_id}:{sample_id}"
 
 
-def read_header(root: str | os.PathLike[str]) -> dict[str, Any]:
+def _check_identity(root: Path, old: dict[str, Any], new: dict[str, Any]) -> None:
+    if old != new:
+        diffs = [k for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
+        shown = "; ".join(f"{k}: {old.get(k)!r} -> {new.get(k)!r}" for k in diffs[:3])
+        raise RunError(f"{root} holds a run with a different dataset/config ({shown}); use a new --run folder")
+
+
+def read_run_header(root: str | os.PathLike[str]) -> RunHeader:
+    """The validated header of the run folder ``root`` (format 1 headers are read and say their kind)."""
     import json
+
+    from pydantic import ValidationError
 
     header_path = Path(root) / HEADER
     if not header_path.is_file():
-        raise RunError(f"{root} is not an audit run folder (no {HEADER})")
+        raise RunError(f"{root} is not an audit run folder, nor a QA one (no {HEADER})")
     try:
-        header = json.loads(header_path.read_text(encoding="utf-8"))
+        data = json.loads(header_path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise RunError(f"{header_path}: unreadable ({exc})") from None
-    if header.get("format") != FORMAT or "run_id" not in header:
-        raise RunError(f"{header_path}: not an ecgtrace audit run header")
-    return header
+    try:
+        return RunHeader.model_validate(data)
+    except ValidationError as exc:
+        raise RunError(f"{header_path}: not an ecgtrace run header ({exc.errors()[0]['msg']})") from None
+
+
+def read_header(root: str | os.PathLike[str]) -> dict[str, Any]:
+    """:func:`read_run_header` as plain JSON (``header["kind"]`` is always there)."""
+    return read_run_header(root).to_json()
 
 
 def load_run_samples(root: str | os.PathLike[str]) -> tuple[dict[str, Any], list[dict[str, Any]]]:

@@ -1,5 +1,9 @@
 """Drive the reasoning-audit graph over a whole audit set: resumable and concurrent.
 
+The run loop (skip finished samples, bounded workers, append once, results) is
+the one the QA runner uses too (:mod:`ecgtrace.agents.exam.run_loop`); what is
+the audit's own is one sample = one graph thread.
+
 One LangGraph thread per sample (``thread_id = f"{run_id}:{sample_id}"``) in
 one SQLite checkpointer per run folder (WAL, busy timeout). Samples run in a
 pool of ``concurrency`` workers; the examinee bounds its own in-flight
@@ -17,9 +21,10 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from ecgtrace.agents.exam.workers import drain
 from ecgtrace.agents.audit.format import AuditItem, AuditSet
+from ecgtrace.agents.exam import run_loop
 from ecgtrace.agents.exam.examinees import Examinee
+from ecgtrace.contracts.runs import AuditSample
 from ecgtrace.graphs.reasoning_audit import AuditContext, build_graph
 from ecgtrace.metrics import summarize
 from ecgtrace.runlog import RunDir
@@ -47,9 +52,9 @@ async def sqlite_checkpointer(path: str | Path):
 
 
 def sample_row(item: AuditItem, values: dict[str, Any]) -> dict[str, Any]:
-    """The samples.jsonl line of a finished thread."""
-    return {"id": item.id, "diagnosis": item.diagnosis, "label": item.label, "path_id": item.path_id,
-            "mode": values["run"]["mode"], "turns": values["turns"]}
+    """The samples.jsonl line of a finished thread (:class:`AuditSample` JSON)."""
+    return AuditSample(id=item.id, diagnosis=item.diagnosis, label=item.label, path_id=item.path_id,
+                       mode=values["run"]["mode"], turns=values["turns"]).to_json()
 
 
 async def _run_sample(graph: Any, run: RunDir, item: AuditItem, run_cfg: dict[str, Any], context: AuditContext,
@@ -110,37 +115,26 @@ async def run_audit(audit: AuditSet, run: RunDir, examinee: Examinee, *, mode: s
             (``--retry-errors`` after :meth:`RunDir.drop_samples`).
     """
     items = audit.items[:limit] if limit else list(audit.items)
-    finished = run.finished_ids()
-    todo = [it for it in items if it.id not in finished]
     run_cfg = {"mode": mode, "modality": modality, "base_dir": str(audit.base_dir)}
     context = AuditContext(examinee=examinee, base_dir=str(audit.base_dir))
-    workers = 1 if examinee.interactive else max(1, int(concurrency))
-
-    append_lock = asyncio.Lock()  # one appender at a time; the fsync runs off the event loop
 
     async with sqlite_checkpointer(run.checkpoint_path) as saver:
         graph = build_graph(checkpointer=saver)
         for sample_id in sorted(restart):
             await saver.adelete_thread(run.thread_id(sample_id))
 
-        async def handle(item: AuditItem) -> None:
-            row = await _run_sample(graph, run, item, run_cfg, context, ask_human)
-            async with append_lock:
-                appended = await asyncio.to_thread(run.append_sample, row)
-            if appended and on_sample is not None:
-                on_sample(row)
+        async def examine_one(item: AuditItem) -> dict[str, Any]:
+            return await _run_sample(graph, run, item, run_cfg, context, ask_human)
+
+        async def forget(item: AuditItem) -> None:
             if not keep_checkpoints:  # only after the line is safely on disk
                 await saver.adelete_thread(run.thread_id(item.id))
 
-        await drain(todo, handle, workers)
+        await run_loop.examine(run, items, examine_one, workers=run_loop.worker_count(examinee, concurrency), on_sample=on_sample,
+                               after_append=forget)
     return write_results(run, items)
 
 
 def write_results(run: RunDir, items: list[AuditItem]) -> dict[str, Any]:
     """Metrics over the finished samples of ``items``; written atomically to results.json."""
-    wanted = {it.id for it in items}
-    rows = [r for r in run.samples() if r["id"] in wanted]
-    results = {"run_id": run.run_id, "n_items": len(items), "n_finished": len(rows),
-               "complete": len(rows) == len(items), **summarize(rows)}
-    run.write_results(results)
-    return results
+    return run_loop.write_results(run, items, summarize)

@@ -21,28 +21,28 @@ context (``langgraph dev``) the ``oracle`` answers.
 Each model turn is one superstep, so a checkpointed thread resumes at the
 first unanswered turn. A ``human`` examinee's turn is answered through an
 ``interrupt()`` in the ``human`` node, which does nothing else.
+
+The module reads top to bottom as state, the step (:func:`answer_turn`, the
+one place a turn is asked and scored; the debugger's re-ask calls it too),
+nodes, wiring. The item enters as :class:`~ecgtrace.contracts.AuditItem` JSON
+and is validated at every node that reads it; every recorded turn is
+:class:`~ecgtrace.contracts.TurnRow` JSON.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, TypedDict
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
+from ecgtrace.agents.audit.examiner import build_request, format_prompt, not_asked, plan_turns, render_answer, score_reply
 from ecgtrace.agents.exam.examinees import Examinee, Reply, make_examinee
-from ecgtrace.agents.audit.examiner import (
-    MODES,
-    build_request,
-    format_prompt,
-    not_asked,
-    plan_turns,
-    render_answer,
-    score_reply,
-)
+from ecgtrace.agents.exam.messages import resolve_asset, shown_files
+from ecgtrace.contracts.audit import AuditItem
+from ecgtrace.contracts.vocabulary import EXAM_MODALITIES, EXAM_MODES
 
 #: Supersteps per turn is 1; this leaves room for the longest chains.
 RECURSION_LIMIT = 10_000
@@ -54,7 +54,9 @@ class AuditState(TypedDict, total=False):
     """Plain-JSON state of one sample's thread.
 
     Input: ``item`` (an AuditItem as JSON) and ``run`` ({"mode", "modality",
-    "base_dir"}: folder that asset paths are relative to). The rest is filled in.
+    "base_dir"}: folder that asset paths are relative to). The rest is filled in:
+    ``plan`` (turn specs), ``cursor`` (the next turn), ``turns`` (TurnRow JSON),
+    ``pending`` (a human's open question), ``done``.
     The conversation history is not stored: :func:`history` rebuilds it from
     ``turns`` (a checkpoint stays small and cannot disagree with the scores).
     """
@@ -78,17 +80,9 @@ class AuditContext:
     base_dir: str | None = None
 
 
-_SPEC_CACHE: dict[str, Examinee] = {}
-
-
-def _examinee(runtime: Runtime[AuditContext] | None) -> Examinee:
-    value = getattr(getattr(runtime, "context", None), "examinee", None) if runtime else None
-    if isinstance(value, Examinee):
-        return value
-    spec = value or "oracle"
-    if spec not in _SPEC_CACHE:
-        _SPEC_CACHE[spec] = make_examinee(spec)
-    return _SPEC_CACHE[spec]
+def item_of(state: AuditState) -> AuditItem:
+    """The state's item as its contract (the node boundary)."""
+    return AuditItem.model_validate(state["item"])
 
 
 def history(state: AuditState) -> list[dict[str, str]]:
@@ -103,56 +97,78 @@ def history(state: AuditState) -> list[dict[str, str]]:
     return out
 
 
-def _advance(state: AuditState, turn: dict[str, Any], prompt: str, reply: dict[str, Any]) -> dict[str, Any]:
-    """Score the reply, record the turn and move the cursor (or stop the chain)."""
-    record = score_reply(turn, prompt, reply)
+# ----------------------------------------------------------------------- the step
+
+async def answer_turn(state: AuditState, examinee: Examinee, base_dir: str | None = None) -> dict[str, Any]:
+    """Ask the turn at ``state["cursor"]`` and score the reply: its TurnRow JSON. State is not changed.
+
+    ``base_dir`` overrides ``state["run"]["base_dir"]`` (where the assets are now).
+    """
+    turn = state["plan"][state["cursor"]]
+    prompt = format_prompt(turn)
+    run = state["run"]
+    request = build_request(history(state), prompt, item_of(state), base_dir or run["base_dir"], run["modality"])
+    reply = await examinee.answer(request, turn)
+    return score_reply(turn, prompt, reply)
+
+
+def _advance(state: AuditState, record: dict[str, Any]) -> dict[str, Any]:
+    """Record the scored turn and move the cursor (or, in ``stop`` mode after an error, end the chain)."""
     plan = state["plan"]
-    mode = state["run"].get("mode", "teacher")
     turns = [*state["turns"], record]
     cursor = state["cursor"] + 1
-    if mode == "stop" and turn["stage"] != "initial" and not record["correct"]:
+    if state["run"].get("mode", "teacher") == "stop" and record["stage"] != "initial" and not record["correct"]:
         turns += [not_asked(t) for t in plan[cursor:]]
         cursor = len(plan)
     return {"turns": turns, "cursor": cursor, "pending": None, "done": cursor >= len(plan)}
 
 
+_SPEC_CACHE: dict[str, Examinee] = {}
+
+
+def _examinee(runtime: Runtime[AuditContext] | None) -> Examinee:
+    value = getattr(getattr(runtime, "context", None), "examinee", None) if runtime else None
+    if isinstance(value, Examinee):
+        return value
+    spec = value or "oracle"
+    if spec not in _SPEC_CACHE:
+        _SPEC_CACHE[spec] = make_examinee(spec)
+    return _SPEC_CACHE[spec]
+
+
 # ----------------------------------------------------------------------- nodes
 
 def plan(state: AuditState) -> dict[str, Any]:
-    """Validate the item and lay out every turn; reset the conversation."""
-    run = dict(state.get("run") or {})
-    run.setdefault("mode", "teacher")
-    run.setdefault("modality", "text")
-    run.setdefault("base_dir", ".")
-    if run["mode"] not in MODES:
+    """Validate the item and the run settings, lay out every turn; reset the conversation."""
+    run = {"mode": "teacher", "modality": "text", "base_dir": ".", **(state.get("run") or {})}
+    if run["mode"] not in EXAM_MODES:
         raise ValueError(f"unknown mode {run['mode']!r}")
-    turns = plan_turns(state["item"])
-    return {"run": run, "plan": turns, "cursor": 0, "turns": [], "pending": None, "done": not turns}
+    if run["modality"] not in EXAM_MODALITIES:
+        raise ValueError(f"unknown modality {run['modality']!r}")
+    item = item_of(state)
+    turns = plan_turns(item)
+    return {"item": item.to_json(), "run": run, "plan": turns, "cursor": 0, "turns": [], "pending": None, "done": not turns}
 
 
 async def ask(state: AuditState, runtime: Runtime[AuditContext]) -> dict[str, Any]:
     """Ask the current turn; machine examinees answer here, a human in ``human``."""
     examinee = _examinee(runtime)
-    turn = state["plan"][state["cursor"]]
-    prompt = format_prompt(turn)
     if examinee.interactive:
-        return {"pending": {"prompt": prompt, "turn": turn["index"]}}
-    run = state["run"]
-    base_dir = getattr(runtime.context, "base_dir", None) or run["base_dir"]
-    messages = build_request(history(state), prompt, state["item"], base_dir, run["modality"])
-    reply = await examinee.answer(messages, turn)
-    return _advance(state, turn, prompt, reply.to_json())
+        turn = state["plan"][state["cursor"]]
+        return {"pending": {"prompt": format_prompt(turn), "turn": turn["index"]}}
+    record = await answer_turn(state, examinee, getattr(runtime.context, "base_dir", None))
+    return _advance(state, record)
 
 
 def human(state: AuditState) -> dict[str, Any]:
     """Wait for a typed answer (``Command(resume=text)``); re-runs from here on resume."""
     turn = state["plan"][state["cursor"]]
     prompt = state["pending"]["prompt"]
-    assets = state["item"].get("assets") or {}
-    ecg = {k: str(Path(state["run"]["base_dir"]) / v) for k, v in assets.items() if v}  # files for the human to open
+    _, files = shown_files(item_of(state))
+    ecg = {kind: str(resolve_asset(state["run"]["base_dir"], paths[0])) for kind, paths in files.items() if paths}  # files to open
     typed = interrupt({"sample_id": state["item"]["id"], "turn": turn["index"], "of": len(state["plan"]),
                        "stage": turn["stage"], "prompt": prompt, "ecg": ecg})
-    return _advance(state, turn, prompt, Reply(raw=str(typed)).to_json())
+    return _advance(state, score_reply(turn, prompt, Reply(raw=str(typed))))
 
 
 # ---------------------------------------------------------------------- wiring

@@ -54,3 +54,41 @@ def test_synth_command_writes_record(tmp_path):
         assert (tmp_path / f"tiny.{ext}").exists()
     bad = _run("synth", "--out", str(tmp_path), "--hours", "48")
     assert bad.returncode == 2 and "hours must be between" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def _model_options(command: str) -> set[str]:
+    from ecgtrace.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._subparsers._group_actions).choices[command]
+    return {opt for action in sub._actions for opt in action.option_strings}
+
+
+def test_audit_and_qa_eval_share_their_model_options():
+    shared = {"--model", "--run", "--base-url", "--api-key-env", "--modality", "--concurrency", "--timeout", "--max-attempts",
+              "--backoff", "--max-tokens", "--temperature", "--limit", "--seed", "--quiet"}
+    assert shared <= _model_options("audit") and shared <= _model_options("qa-eval")
+
+
+def test_qa_eval_sends_temperature_and_keeps_backoff_as_a_setting(tmp_path, monkeypatch):
+    import shutil
+    from pathlib import Path
+
+    from tests.support.mock_openai import MockOpenAI, fixed
+
+    fixtures = Path(__file__).resolve().parent / "fixtures"
+    (tmp_path / "ds").mkdir()
+    shutil.copy(fixtures / "qa_small.jsonl", tmp_path / "ds" / "qa.jsonl")
+    shutil.copytree(fixtures / "qa_assets", tmp_path / "ds" / "qa_assets")
+    base = ["qa-eval", str(tmp_path / "ds"), "--model", "openai:mock", "--modality", "text", "--limit", "2", "--quiet"]
+    with MockOpenAI(fixed("A")) as server:
+        assert main([*base, "--base-url", server.url, "--run", str(tmp_path / "warm"), "--temperature", "0.3",
+                     "--backoff", "0.25", "--timeout", "7"]) == 0
+        assert all(body["temperature"] == 0.3 for body in server.requests)
+        header = json.loads((tmp_path / "warm" / "header.json").read_text())
+        assert header["kind"] == "qa" and header["identity"]["temperature"] == 0.3 and header["settings"]["backoff_s"] == 0.25
+        sent = len(server.requests)
+        assert main([*base, "--base-url", server.url, "--run", str(tmp_path / "plain"), "--timeout", "8"]) == 0
+        assert all("temperature" not in body for body in server.requests[sent:])
+    assert "temperature" not in json.loads((tmp_path / "plain" / "header.json").read_text())["identity"]  # earlier runs keep their identity
+    assert main([*base, "--run", str(tmp_path / "neg"), "--backoff", "-1"]) == 2

@@ -41,3 +41,35 @@ def test_torn_tail_is_cut_and_ids_are_appended_once(tmp_path):
         handle.write(lines[0] + "\n")
     _, rows = load_run_samples(tmp_path / "r")
     assert [r["id"] for r in rows] == ["a", "b"]
+
+
+def test_header_says_its_kind_and_format(tmp_path):
+    audit = RunDir.open(tmp_path / "a", IDENTITY)
+    qa = RunDir.open(tmp_path / "q", {**IDENTITY, "kind": "qa"})  # a QA identity names its kind
+    explicit = RunDir.open(tmp_path / "e", IDENTITY, kind="qa")
+    for run, kind in ((audit, "audit"), (qa, "qa"), (explicit, "qa")):
+        header = json.loads((run.path / "header.json").read_text())
+        assert header["format"] == "ecgtrace-run/2" and header["kind"] == kind == run.kind
+    with pytest.raises(ValueError):
+        RunDir.open(tmp_path / "bad", IDENTITY, kind="exam")
+    with pytest.raises(RunError, match="holds a run of kind 'qa', not 'audit'"):
+        RunDir.open(tmp_path / "e", IDENTITY, kind="audit")
+
+
+def test_format1_run_folders_are_read_and_resumed(tmp_path):
+    from ecgtrace.runlog import run_id_for
+
+    old = tmp_path / "old"
+    old.mkdir()
+    identity = {**IDENTITY, "kind": "qa"}
+    (old / "header.json").write_text(json.dumps({"format": "ecgtrace-audit-run/1", "run_id": run_id_for(identity), "identity": identity,
+                                                 "settings": {}, "versions": {}, "created_utc": "2024-01-01T00:00:00Z"}))
+    (old / "samples.jsonl").write_text('{"id": "a", "turns": []}\n')
+    assert read_header(old)["kind"] == "qa"
+    run = RunDir.open(old, identity)
+    assert run.kind == "qa" and run.finished_ids() == {"a"}
+    assert json.loads((old / "header.json").read_text())["format"] == "ecgtrace-audit-run/1"  # an old header is not rewritten
+    (tmp_path / "foreign").mkdir()
+    (tmp_path / "foreign" / "header.json").write_text(json.dumps({"format": "someone-else/3", "run_id": "x", "identity": {}}))
+    with pytest.raises(RunError, match="not an ecgtrace run header"):
+        read_header(tmp_path / "foreign")

@@ -51,36 +51,46 @@ PROBES = ("position", "longest", "shortest", "prior", "select_all")
 # ------------------------------------------------------------------ questions
 
 def collect_questions(path: str | Path) -> list[dict[str, Any]]:
-    """Closed questions of ``qa.jsonl`` and ``audit.jsonl`` in ``path`` (a folder or one of the files)."""
+    """Closed questions of ``qa.jsonl`` and ``audit.jsonl`` in ``path`` (a folder, or one dataset file of either kind).
+
+    A file's kind is what its items declare (:func:`ecgtrace.contracts.datasets.kind_of_file`);
+    each file is read through its contract (:func:`ecgtrace.contracts.load_items`).
+    """
+    from ecgtrace.contracts.datasets import dataset_file, kind_of_file
+
     target = Path(path)
-    files = [target] if target.is_file() else [p for p in (target / "qa.jsonl", target / "audit.jsonl") if p.is_file()]
+    if target.is_file():
+        files = [(target, kind_of_file(target))]
+    else:
+        files = [(dataset_file(target, kind), kind) for kind in ("qa", "audit") if dataset_file(target, kind).is_file()]
     if not files:
         raise EcgTraceError(f"{target}: no qa.jsonl or audit.jsonl found")
     questions: list[dict[str, Any]] = []
-    for file in files:
-        if file.name.startswith("audit") or _looks_like_audit(file):
-            from ecgtrace.agents.audit.format import load_audit
-            from ecgtrace.agents.audit.examiner import plan_turns
-
-            for item in load_audit(file).items:
-                for turn in plan_turns(item):
-                    task = f"audit:{turn['stage']}" + (f":{turn['kind']}" if turn.get("kind") else "")
-                    questions.append({"source": "audit", "id": f"{item.id}#{turn['index']}", "task": task, "finding": item.diagnosis,
-                                      "options": turn["options"], "answer": turn["answer"], "multi": turn["multi"]})
-        else:
-            from ecgtrace.agents.exam.qa_runner import finding_of, load_qa
-
-            for item in load_qa(file).items:
-                if item.get("options"):
-                    questions.append({"source": "qa", "id": item["id"], "task": str(item["task"]), "finding": finding_of(item),
-                                      "options": list(item["options"]), "answer": item["answer"], "multi": False})
+    for file, kind in files:
+        questions += _audit_questions(file) if kind == "audit" else _qa_questions(file)
     return questions
 
 
-def _looks_like_audit(file: Path) -> bool:
-    with open(file, encoding="utf-8") as handle:
-        first = handle.readline()
-    return '"loops"' in first and '"initial"' in first
+def _audit_questions(file: Path) -> list[dict[str, Any]]:
+    """Every turn of every audit item: each is a closed question."""
+    from ecgtrace.agents.audit.examiner import plan_turns
+    from ecgtrace.contracts.datasets import load_items
+
+    out = []
+    for item in load_items(file, "audit").items:
+        for turn in plan_turns(item):
+            task = f"audit:{turn['stage']}" + (f":{turn['kind']}" if turn.get("kind") else "")
+            out.append({"source": "audit", "id": f"{item.id}#{turn['index']}", "task": task, "finding": item.diagnosis,
+                        "options": turn["options"], "answer": turn["answer"], "multi": turn["multi"]})
+    return out
+
+
+def _qa_questions(file: Path) -> list[dict[str, Any]]:
+    """The QA items that have options."""
+    from ecgtrace.contracts.datasets import load_items
+
+    return [{"source": "qa", "id": item.id, "task": item.task, "finding": item.finding, "options": list(item.options),
+             "answer": item.answer, "multi": False} for item in load_items(file, "qa").items if item.options]
 
 
 # ------------------------------------------------------------------ statistics
@@ -148,20 +158,17 @@ def _select_all(questions: list[dict[str, Any]]) -> dict[str, Any]:
 
 def prior_answers(questions: list[dict[str, Any]]) -> list[bool]:
     """Whether the ``prior`` examinee (option texts only) answers each question correctly."""
-    from ecgtrace.agents.exam.examinees import PriorExaminee
-    from ecgtrace.agents.exam.parsing import is_correct, parse_answer
+    from ecgtrace.agents.exam.examinees import make_examinee
+    from ecgtrace.agents.exam.turns import closed_row, turn_spec
 
-    prior = PriorExaminee()
+    prior = make_examinee("prior")
+    turns = [turn_spec(index=0, stage=q["task"], question="", options=q["options"], answer=q["answer"], multi=q["multi"],
+                       sample_id=q["id"]) for q in questions]
 
     async def answers() -> list[Any]:
-        return [await prior.answer([], {"options": q["options"], "multi": q["multi"], "answer": q["answer"], "index": 0,
-                                        "sample_id": q["id"]}) for q in questions]
+        return [await prior.answer([], turn) for turn in turns]
 
-    out = []
-    for q, reply in zip(questions, asyncio.run(answers())):
-        parsed = parse_answer(reply.raw, q["options"], q["multi"])
-        out.append(bool(parsed.ok and is_correct(parsed.value, q["answer"], q["multi"])))
-    return out
+    return [bool(closed_row(turn, "", reply)["correct"]) for turn, reply in zip(turns, asyncio.run(answers()))]
 
 
 def _prior(questions: list[dict[str, Any]]) -> dict[str, Any]:

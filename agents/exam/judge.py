@@ -27,8 +27,7 @@ import re
 from typing import Any
 
 from ecgtrace.agents.exam.examinees import Examinee, Reply
-from ecgtrace.agents.exam.parsing import json_values
-from ecgtrace.agents.exam.qa_scoring import strip_thinking
+from ecgtrace.agents.exam.parsing import json_values, strip_thinking
 from ecgtrace.rubrics.judge_schema import JudgeRubric
 
 JUDGE_VERSION = "1"

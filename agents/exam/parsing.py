@@ -197,14 +197,24 @@ def parse_answer(text: Any, options: list[str], multi: bool = False) -> ParseRes
         return ParseResult(None, False, f"parser error: {type(exc).__name__}: {exc}", "error")
 
 
+def strip_thinking(text: str) -> str:
+    """``text`` without its ``<think>…</think>`` blocks; after an unterminated ``<think>``, only what follows it.
+
+    The one reader of reasoning traces that models write into their answer:
+    closed answers, open answers, reports and judge verdicts all go through it.
+    """
+    body = _THINK.sub(" ", text)
+    if "<think>" in body.lower():  # unterminated thinking: keep what follows the last tag
+        body = body[body.lower().rfind("<think>") + 7:]
+    return body
+
+
 def _parse(text: Any, options: list[str], multi: bool) -> ParseResult:
     if text is None:
         return ParseResult(None, False, "no reply", "none")
     if not isinstance(text, str):
         return ParseResult(None, False, f"reply is {type(text).__name__}, not text", "none")
-    body = _THINK.sub(" ", text).strip()
-    if "<think>" in body.lower():  # unterminated thinking: keep what follows the last tag
-        body = body[body.lower().rfind("<think>") + 7 :].strip()
+    body = strip_thinking(text).strip()
     if not body:
         return ParseResult(None, False, "empty reply", "none")
 

@@ -76,9 +76,9 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
-from ecgtrace.agents.exam.parsing import is_correct, parse_answer
+from ecgtrace.agents.exam.parsing import is_correct, parse_answer, strip_thinking
 from ecgtrace.agents.exam.report_stats import label_verdict, score_report
-from ecgtrace.agents.exam.reply_values import parse_number, parse_times_ms, strip_thinking
+from ecgtrace.agents.exam.reply_values import parse_number, parse_times_ms
 from ecgtrace.metrics import mean_interval, proportion
 
 DEFAULT_TOLERANCE_MS = 150

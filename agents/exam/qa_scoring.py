@@ -24,13 +24,13 @@ from ecgtrace.agents.exam.qa_families import (
     score_mae,
     tolerance_ms,
 )
-from ecgtrace.agents.exam.reply_values import parse_number, parse_times_ms, strip_thinking
+from ecgtrace.agents.exam.reply_values import parse_number, parse_times_ms
 from ecgtrace.agents.holter.tasks import find_task
 
 SCORING_VERSION = "1"
 
 __all__ = ["DEFAULT_TOLERANCE_MS", "MAE_REFERENCE", "SCORING_VERSION", "family", "match_times", "numeric_error", "parse_number",
-           "parse_times_ms", "rouge_l", "score_answer", "score_mae", "strip_thinking", "tolerance_ms"]
+           "parse_times_ms", "rouge_l", "score_answer", "score_mae", "tolerance_ms"]
 
 
 def _as_dict(item: Any) -> dict[str, Any]:

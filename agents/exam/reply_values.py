@@ -1,7 +1,8 @@
-"""Read the values a model's reply gives: a count, times in ms from the recording start; strip ``<think>`` blocks.
+"""Read the values a model's reply gives: a count, times in ms from the recording start.
 
 Never raises on model text: an unreadable reply gives None (a number) or an
-empty list (times). Used by QA scoring (:mod:`ecgtrace.agents.exam.qa_families`)
+empty list (times). ``<think>`` blocks are left out first
+(:func:`ecgtrace.agents.exam.parsing.strip_thinking`). Used by QA scoring (:mod:`ecgtrace.agents.exam.qa_families`)
 and by the report statistics reader (:mod:`ecgtrace.agents.exam.report_stats`).
 """
 
@@ -10,9 +11,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ecgtrace.agents.exam.parsing import json_values
+from ecgtrace.agents.exam.parsing import json_values, strip_thinking
 
-_THINK = re.compile(r"<think>.*?</think>", re.S | re.I)
 _NUM = r"(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?"
 _WORDS = {"zero": 0, "no": 0, "none": 0, "one": 1, "a single": 1, "single": 1, "two": 2, "three": 3, "four": 4,
           "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12}
@@ -24,14 +24,6 @@ _TIME_UNIT = re.compile(
 _CLOCK = re.compile(r"(?<![\d:.])(\d{1,2}):(\d{2}):(\d{2})(?:\.(\d{1,3}))?(?![\d:])")
 _UNIT_MS = {"ms": 1.0, "msec": 1.0, "millisecond": 1.0, "s": 1000.0, "sec": 1000.0, "second": 1000.0,
             "min": 60000.0, "minute": 60000.0, "h": 3.6e6, "hr": 3.6e6, "hour": 3.6e6}
-
-
-def strip_thinking(text: str) -> str:
-    """The reply without its ``<think>...</think>`` reasoning (an unclosed ``<think>`` keeps what follows the last one)."""
-    body = _THINK.sub(" ", text)
-    if "<think>" in body.lower():
-        body = body[body.lower().rfind("<think>") + 7:]
-    return body
 
 
 def _to_float(token: str) -> float:

@@ -1,4 +1,4 @@
-"""Render each item's modalities as files under ``assets/`` and build its chat messages.
+"""Render each item's modalities as files under ``assets/``; its chat messages come from the one message builder.
 
 * text: the window's samples as text (``tools.render.signal_to_text``, mV with
   3 decimals and a time axis from the recording start);
@@ -15,9 +15,9 @@ Paths in items are relative to the dataset folder (``assets/<id>.png``).
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Any
 
+from ecgtrace.agents.exam.messages import dataset_messages
 from ecgtrace.agents.holter.facts import Facts
 from ecgtrace.jsonio import safe_join, write_text_atomic
 
@@ -107,35 +107,5 @@ def render_items(facts_path: str, items: list[dict[str, Any]], out_dir: str, mod
         return list(pool.map(_render_job, work, chunksize=2))
 
 
-def prompt_text(item: dict[str, Any]) -> str:
-    """The question with lettered options (closed) or the answer format (open/report)."""
-    lines = [item["question"]]
-    if item.get("options"):
-        lines.append("Options:")
-        lines += [f"{chr(65 + i)}. {text}" for i, text in enumerate(item["options"])]
-        lines.append("Answer with the text of one option.")
-    return "\n".join(lines)
-
-
-def build_messages(item: dict[str, Any], out_dir: str | os.PathLike[str], context_text: str | None = None) -> dict[str, Any]:
-    """OpenAI chat messages per modality: ``{"text": [...], "image": [...]}`` (None where absent).
-
-    Text messages hold the serialized signal inline; image messages hold
-    ``image_url`` parts whose URL is the relative asset path (the examinee turns
-    it into a data URI). ``context_text`` (the per-hour summary of whole-record
-    items) is appended to the image prompt; the text asset already holds it.
-    """
-    prompt = prompt_text(item)
-    mods = item["modalities"]
-    messages: dict[str, Any] = {"text": None, "image": None}
-    if mods.get("text"):
-        signal = Path(safe_join(out_dir, mods["text"])).read_text(encoding="utf-8")
-        parts = [{"type": "text", "text": f"{prompt}\n\nECG signal (text):\n{signal}"}]
-        messages["text"] = [{"role": "user", "content": parts}]
-    if mods.get("image"):
-        parts: list[dict[str, Any]] = [{"type": "text", "text": prompt}]
-        parts += [{"type": "image_url", "image_url": {"url": path}} for path in mods["image"]]
-        if context_text:
-            parts[0]["text"] += "\n\n" + context_text
-        messages["image"] = [{"role": "user", "content": parts}]
-    return messages
+#: The item's stored chat messages per modality (``build_messages(row, out_dir, context_text)``): the one message builder.
+build_messages = dataset_messages

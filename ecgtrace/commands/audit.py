@@ -16,8 +16,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_model_options(parser)
     parser.add_argument("--mode", choices=EXAM_MODES, default="teacher",
                         help="teacher: ground truth enters the history after each turn; stop: the chain stops at the first error")
-    parser.add_argument("--backoff", type=float, default=1.0, metavar="S", help="first retry wait in seconds, doubling (default 1)")
-    parser.add_argument("--temperature", type=float, default=None, help="sampling temperature (default: the server's)")
     parser.add_argument("--retry-errors", action="store_true",
                         help="on resume, run again the finished samples that have a server error in any turn")
     parser.add_argument("--keep-checkpoints", action="store_true",
@@ -29,64 +27,62 @@ def run(args: argparse.Namespace) -> int:
 
     from rich.console import Console
 
-    from ecgtrace.agents.audit.format import load_audit
-    from ecgtrace.agents.exam.examinees import make_examinee
-    from ecgtrace.agents.audit.examiner import PROMPT_VERSION, check_assets
-    from ecgtrace.errors import EcgTraceError
+    from ecgtrace.commands._model_options import ask_at_terminal, check_model_options, make_model, run_settings, run_with_progress
     from ecgtrace.graphs.audit_runner import run_audit
     from ecgtrace.runlog import RunDir
 
-    for name, value, low in (("--concurrency", args.concurrency, 1), ("--limit", args.limit, 1), ("--max-attempts", args.max_attempts, 1)):
-        if value is not None and value < low:
-            raise EcgTraceError(f"{name} must be at least {low}, got {value}")
-    if args.timeout <= 0:
-        raise EcgTraceError(f"--timeout must be positive, got {args.timeout:g}")
+    check_model_options(args)
+    audit, items = _load_items(args)
+    examinee = make_model(args)
+    run_dir = RunDir.open(args.run, identity_of(audit, args), run_settings(args, audit.path), kind="audit")
+    console = Console(stderr=True)
+    retry = _samples_to_retry(run_dir, args, console)
+    done_before = len(run_dir.finished_ids() & {it.id for it in items})
+
+    def audit_now(on_sample):  # noqa: ANN001, ANN202
+        return asyncio.run(run_audit(audit, run_dir, examinee, mode=args.mode, modality=args.modality,
+                                     concurrency=args.concurrency, limit=args.limit, on_sample=on_sample,
+                                     ask_human=ask_at_terminal(console), keep_checkpoints=args.keep_checkpoints, restart=retry))
+
+    results = run_with_progress(audit_now, console=console, label="audit", total=len(items), done=done_before,
+                                quiet=args.quiet or examinee.interactive)
+    if not args.quiet:
+        print_results(results, title=f"{args.model} - {args.mode} - {args.modality}")
+    _warn_server_errors(results)
+    return 0
+
+
+def _load_items(args: argparse.Namespace):  # noqa: ANN202
+    """The audit set and the items this run asks, each checked to be showable in ``--modality``."""
+    from ecgtrace.agents.audit.examiner import check_assets
+    from ecgtrace.agents.audit.format import load_audit
+
     audit = load_audit(args.audit)
     items = audit.items[: args.limit] if args.limit else audit.items
     for item in items:
         check_assets(item, audit.base_dir, args.modality)
-    examinee = make_examinee(args.model, seed=args.seed, base_url=args.base_url, api_key_env=args.api_key_env,
-                             timeout_s=args.timeout, concurrency=args.concurrency, max_attempts=args.max_attempts,
-                             backoff_s=args.backoff, max_tokens=args.max_tokens, temperature=args.temperature)
-    identity = {"dataset_sha256": audit.sha256, "dataset_items": len(audit.items), "model": args.model,
-                "modality": args.modality, "mode": args.mode, "seed": args.seed, "limit": args.limit,
-                "max_tokens": args.max_tokens, "temperature": args.temperature, "prompt_version": PROMPT_VERSION}
-    settings = {"dataset_path": str(audit.path), "base_url": args.base_url, "api_key_env": args.api_key_env,
-                "concurrency": args.concurrency, "timeout_s": args.timeout, "max_attempts": args.max_attempts,
-                "backoff_s": args.backoff}
-    run_dir = RunDir.open(args.run, identity, settings)
-    console = Console(stderr=True)
-    retry: set[str] = set()
-    if args.retry_errors:
-        retry = set(run_dir.drop_samples(lambda row: any(t.get("error") for t in row["turns"])))
-        console.print(f"running {len(retry)} sample(s) with server errors again", highlight=False)
-    done_before = len(run_dir.finished_ids() & {it.id for it in items})
-    quiet = args.quiet or examinee.interactive
+    return audit, items
 
-    def ask_human(payload: dict) -> str:
-        console.rule(f"{payload['sample_id']} - turn {payload['turn'] + 1} of {payload['of']} - {payload['stage']}")
-        if payload["turn"] == 0:
-            for kind, path in payload.get("ecg", {}).items():
-                console.print(f"ECG {kind}: {path}", markup=False, highlight=False)
-        console.print(payload["prompt"], markup=False, highlight=False)
-        return console.input("[bold]your answer> [/]")
 
-    def audit_now(on_sample=None):  # noqa: ANN001, ANN202
-        return asyncio.run(run_audit(audit, run_dir, examinee, mode=args.mode, modality=args.modality,
-                                     concurrency=args.concurrency, limit=args.limit, on_sample=on_sample,
-                                     ask_human=ask_human, keep_checkpoints=args.keep_checkpoints, restart=retry))
+def identity_of(audit, args: argparse.Namespace) -> dict:  # noqa: ANN001
+    """What decides an audit run's results (a rerun with anything else is refused)."""
+    from ecgtrace.agents.audit.examiner import PROMPT_VERSION
 
-    if quiet:
-        results = audit_now()
-    else:
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+    return {"dataset_sha256": audit.sha256, "dataset_items": len(audit.items), "model": args.model,
+            "modality": args.modality, "mode": args.mode, "seed": args.seed, "limit": args.limit,
+            "max_tokens": args.max_tokens, "temperature": args.temperature, "prompt_version": PROMPT_VERSION}
 
-        with Progress(TextColumn("[bold]audit[/]"), BarColumn(), MofNCompleteColumn(), TextColumn("samples"),
-                      TimeElapsedColumn(), TimeRemainingColumn(), console=console, transient=False) as progress:
-            task = progress.add_task("audit", total=len(items), completed=done_before)
-            results = audit_now(on_sample=lambda row: progress.advance(task))
-    if not args.quiet:
-        print_results(results, title=f"{args.model} - {args.mode} - {args.modality}")
+
+def _samples_to_retry(run_dir, args: argparse.Namespace, console) -> set[str]:  # noqa: ANN001
+    """With ``--retry-errors``: drop the finished samples that have a server error, so they run again."""
+    if not args.retry_errors:
+        return set()
+    retry = set(run_dir.drop_samples(lambda row: any(t.get("error") for t in row["turns"])))
+    console.print(f"running {len(retry)} sample(s) with server errors again", highlight=False)
+    return retry
+
+
+def _warn_server_errors(results: dict) -> None:
     errors = results["overall"]["turns"]["errors"]
     if errors:
         from rich.console import Console
@@ -94,7 +90,6 @@ def run(args: argparse.Namespace) -> int:
         Console(stderr=True, emoji=False).print(
             f"[yellow]warning:[/] {errors} turn(s) got no answer from the server after retries and are scored wrong "
             f"(see their 'error' in samples.jsonl); rerun with --retry-errors to ask those samples again")
-    return 0
 
 
 def _fmt(metric: dict) -> str:

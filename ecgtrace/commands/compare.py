@@ -25,8 +25,8 @@ def run(args: argparse.Namespace) -> int:
 
     header_a, rows_a = load_run_samples(args.run_a)
     header_b, rows_b = load_run_samples(args.run_b)
-    kind_a = header_a["identity"].get("kind", "audit")
-    kind_b = header_b["identity"].get("kind", "audit")
+    kind_a = header_a["kind"]  # the header says what each run examined
+    kind_b = header_b["kind"]
     if kind_a != kind_b:
         raise RunError(f"cannot compare a {kind_a} run ({args.run_a}) with a {kind_b} run ({args.run_b})")
     if kind_a == "qa":

@@ -13,7 +13,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--turn", type=int, default=None, help="only this turn (index); with --ask/--human the turn to re-ask")
     parser.add_argument("--all", action="store_true", help="print every turn without pausing between them")
     parser.add_argument("--ask", action="store_true", help="re-ask --turn (default: where the chain broke) with --model")
-    parser.add_argument("--model", default=None, help="model for --ask: openai:<name>, oracle, random or prior")
+    parser.add_argument("--model", default=None, help="model for --ask: any --model of `ecgtrace audit` but human (use --human)")
     parser.add_argument("--base-url", default=None, help="OpenAI-compatible base URL for --model openai:<name>")
     parser.add_argument("--api-key-env", default="OPENAI_API_KEY", help="environment variable holding the API key")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per request")
@@ -102,27 +102,9 @@ def _reask(console, sample, turn_index: int, args: argparse.Namespace) -> int:  
     from rich.table import Table
     from rich.text import Text
 
-    from ecgtrace.agents.exam.examinees import Examinee, Reply, make_examinee
-    from ecgtrace.views.debugger import options_text, reask_turn_sync
-    from ecgtrace.errors import EcgTraceError
+    from ecgtrace.views.debugger import reask_turn_sync
 
-    if args.human:
-        class TerminalExaminee(Examinee):
-            name = "you"
-
-            async def answer(self, messages, turn):  # noqa: ANN001
-                console.print(_turn_body({**turn, "asked": False, "answer": "?"}, options_text).rsplit("\n", 1)[0])
-                return Reply(raw=console.input("[bold]your answer:[/] "))
-
-        examinee = TerminalExaminee()
-        who = "you"
-    else:
-        if not args.model:
-            raise EcgTraceError("--ask needs --model (openai:<name>, oracle, random or prior)")
-        if args.model == "human":
-            raise EcgTraceError("to answer yourself use --human")
-        examinee = make_examinee(args.model, base_url=args.base_url, api_key_env=args.api_key_env, timeout_s=args.timeout, concurrency=1)
-        who = args.model
+    examinee, who = _examinee(console, args)
     old = next((t for t in sample.turns if int(t.get("index", -1)) == turn_index), None)
     new, source = reask_turn_sync(sample, turn_index, examinee)
     console.print(f"[dim]state before turn {turn_index}: {source}[/]")
@@ -137,3 +119,22 @@ def _reask(console, sample, turn_index: int, args: argparse.Namespace) -> int:  
     changed = old is None or old.get("correct") != new.get("correct")
     console.print("[yellow]the verdict changed[/]" if changed else "the verdict is the same")
     return 0
+
+
+def _examinee(console, args: argparse.Namespace):  # noqa: ANN001, ANN202
+    """(examinee, who) for the re-ask: you at the terminal (``--human``), or ``--model``."""
+    from ecgtrace.agents.exam.examinees import HumanExaminee, make_examinee
+    from ecgtrace.errors import EcgTraceError
+    from ecgtrace.views.debugger import options_text
+
+    if args.human:
+        def ask(turn: dict) -> str:
+            console.print(_turn_body({**turn, "asked": False, "answer": "?"}, options_text).rsplit("\n", 1)[0])
+            return console.input("[bold]your answer:[/] ")
+
+        return HumanExaminee(ask=ask), "you"
+    if not args.model:
+        raise EcgTraceError("--ask needs --model (e.g. openai:<name>, oracle, random or prior)")
+    if args.model == "human":
+        raise EcgTraceError("to answer yourself use --human")
+    return make_examinee(args.model, base_url=args.base_url, api_key_env=args.api_key_env, timeout_s=args.timeout, concurrency=1), args.model

@@ -22,73 +22,73 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import asyncio
-    from pathlib import Path
 
     from rich.console import Console
 
-    from ecgtrace.agents.exam.examinees import make_examinee
-    from ecgtrace.agents.exam.qa_runner import check_modality, identity_for, load_qa, run_qa
-    from ecgtrace.errors import EcgTraceError
+    from ecgtrace.agents.exam.qa_runner import identity_for, run_qa
+    from ecgtrace.commands._model_options import ask_at_terminal, check_model_options, make_model, run_settings, run_with_progress
     from ecgtrace.runlog import RunDir
 
-    for name, value in (("--concurrency", args.concurrency), ("--limit", args.limit), ("--max-attempts", args.max_attempts)):
-        if value is not None and value < 1:
-            raise EcgTraceError(f"{name} must be at least 1, got {value}")
-    if args.timeout <= 0:
-        raise EcgTraceError(f"--timeout must be positive, got {args.timeout:g}")
-    qa = load_qa(args.qa)
-    items = qa.items[: args.limit] if args.limit else qa.items
+    check_model_options(args)
+    console = Console(stderr=True)
+    qa, items, skipped = _load_items(args, console)
+    examinee = make_model(args)
+    judge, rubrics = _judge(args)
+    identity = identity_for(qa, model=args.model, modality=args.modality, seed=args.seed, limit=args.limit,
+                            max_tokens=args.max_tokens, judge=args.judge, temperature=args.temperature)
+    if args.skip_unavailable:
+        identity["skipped_unavailable"] = len(skipped)
+    if rubrics:
+        identity["judge_rubrics"] = sorted({f"{r.id}@{r.version}" for r in rubrics.values()})
+    run_dir = RunDir.open(args.run, identity, run_settings(args, qa.path, judge_base_url=args.judge_base_url), kind="qa")
+    done_before = len(run_dir.finished_ids() & {it.id for it in items})
+
+    def evaluate(on_sample):  # noqa: ANN001, ANN202
+        return asyncio.run(run_qa(qa, run_dir, examinee, modality=args.modality, concurrency=args.concurrency, limit=args.limit,
+                                  judge=judge, rubrics=rubrics, on_sample=on_sample, ask_human=ask_at_terminal(console),
+                                  skip_ids=skipped))
+
+    results = run_with_progress(evaluate, console=console, label="qa-eval", total=len(items), done=done_before,
+                                quiet=args.quiet or examinee.interactive)
+    if not args.quiet:
+        print_results(results, title=f"{args.model} - {args.modality}")
+    return 0
+
+
+def _load_items(args: argparse.Namespace, console):  # noqa: ANN001, ANN202
+    """The QA set, the items this run asks, and the ids left out because ``--modality`` cannot show them."""
+    from ecgtrace.agents.exam.messages import check_modality
+    from ecgtrace.contracts.datasets import load_items
+    from ecgtrace.errors import EcgTraceError
+
+    qa = load_items(args.qa, "qa")
+    chosen = qa.items[: args.limit] if args.limit else qa.items
     skipped: set[str] = set()
-    for item in items:
+    for item in chosen:
         try:
             check_modality(item, qa.base_dir, args.modality)
         except EcgTraceError:
             if not args.skip_unavailable:
                 raise
-            skipped.add(item["id"])
-    items = [it for it in items if it["id"] not in skipped]
+            skipped.add(item.id)
+    items = [it for it in chosen if it.id not in skipped]
     if not items:
         raise EcgTraceError(f"no item of {qa.path} can be shown with --modality {args.modality}")
-    common = dict(api_key_env=args.api_key_env, timeout_s=args.timeout, concurrency=args.concurrency,
-                  max_attempts=args.max_attempts, max_tokens=args.max_tokens)
-    examinee = make_examinee(args.model, seed=args.seed, base_url=args.base_url, **common)
-    judge = rubrics = None
-    if args.judge:
-        rubrics = _rubrics(Path(args.judge_rubrics) if args.judge_rubrics else None)
-        judge = make_examinee(args.judge, base_url=args.judge_base_url or args.base_url, **common)
-    identity = identity_for(qa, model=args.model, modality=args.modality, seed=args.seed, limit=args.limit,
-                            max_tokens=args.max_tokens, judge=args.judge)
-    if args.skip_unavailable:
-        identity["skipped_unavailable"] = len(skipped)
-    if rubrics:
-        identity["judge_rubrics"] = sorted({f"{r.id}@{r.version}" for r in rubrics.values()})
-    settings = {"dataset_path": str(qa.path), "base_url": args.base_url, "judge_base_url": args.judge_base_url,
-                "api_key_env": args.api_key_env, "concurrency": args.concurrency, "timeout_s": args.timeout,
-                "max_attempts": args.max_attempts}
-    run_dir = RunDir.open(args.run, identity, settings)
-    console = Console(stderr=True)
-    done_before = len(run_dir.finished_ids() & {it["id"] for it in items})
-
-    def ask_human(payload: dict) -> str:
-        console.rule(f"{payload['sample_id']} - {payload['stage']}")
-        console.print(payload["prompt"], markup=False, highlight=False)
-        return console.input("[bold]your answer> [/]")
-
-    kwargs = dict(modality=args.modality, concurrency=args.concurrency, limit=args.limit, judge=judge, rubrics=rubrics, ask_human=ask_human,
-                  skip_ids=skipped)
     if skipped:
         console.print(f"[yellow]{len(skipped)} item(s) cannot be shown with --modality {args.modality}: left out[/]")
-    if args.quiet or examinee.interactive:
-        results = asyncio.run(run_qa(qa, run_dir, examinee, **kwargs))
-    else:
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    return qa, items, skipped
 
-        with Progress(TextColumn("[bold]qa-eval[/]"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console) as progress:
-            task = progress.add_task("qa", total=len(items), completed=done_before)
-            results = asyncio.run(run_qa(qa, run_dir, examinee, on_sample=lambda row: progress.advance(task), **kwargs))
-    if not args.quiet:
-        print_results(results, title=f"{args.model} - {args.modality}")
-    return 0
+
+def _judge(args: argparse.Namespace):  # noqa: ANN202
+    """The LLM judge and its rubrics by task, with ``--judge``; (None, None) without."""
+    from pathlib import Path
+
+    from ecgtrace.commands._model_options import make_model
+
+    if not args.judge:
+        return None, None
+    rubrics = _rubrics(Path(args.judge_rubrics) if args.judge_rubrics else None)
+    return make_model(args, args.judge, base_url=args.judge_base_url, sampled=False), rubrics
 
 
 def _rubrics(folder):  # noqa: ANN001, ANN202

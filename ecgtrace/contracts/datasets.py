@@ -8,9 +8,10 @@ the field. Ids are unique; the file's SHA-256 is part of a run's identity.
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -65,9 +66,7 @@ def load_items(path: str | Path, kind: str) -> ItemSet:
         try:
             item = model.model_validate(obj)
         except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"]) or "item"
-            raise error(f"{target}:{number}: {where}: {first['msg']} ({exc.error_count()} problem(s))") from None
+            raise error(f"{target}:{number}: {_first_problem(exc)}") from None
         item_id = item.id  # type: ignore[attr-defined]
         if item_id in seen:
             raise error(f"{target}:{number}: duplicate id {item_id!r} (first on line {seen[item_id]})")
@@ -76,3 +75,46 @@ def load_items(path: str | Path, kind: str) -> ItemSet:
     if not items:
         raise error(f"{target}: no {label} items")
     return ItemSet(kind=kind, path=target, base_dir=target.parent, items=items, sha256=hashlib.sha256(data).hexdigest())
+
+
+def _first_problem(exc: ValidationError) -> str:
+    """``field: message (n problem(s))``; a rule about the whole item names no field and keeps only its message."""
+    first = exc.errors()[0]
+    where = ".".join(str(p) for p in first["loc"])
+    message = first["msg"] if where else first["msg"].removeprefix("Value error, ")
+    return f"{where + ': ' if where else ''}{message} ({exc.error_count()} problem(s))"
+
+
+def kind_of_item(obj: dict[str, Any]) -> str:
+    """``audit`` or ``qa``: what a dataset line is, from the ``format`` it declares.
+
+    Format 1 lines declare none; of the two contracts only the audit item has
+    reasoning ``loops``, so such a line is an audit item exactly when it has them.
+    """
+    declared = obj.get("format")
+    if isinstance(declared, str):
+        for kind, (_, model, _, _) in DATASET_KINDS.items():
+            if declared == model.model_fields["format"].default:
+                return kind
+        raise DatasetFormatError(f"unknown item format {declared!r} (this version reads "
+                                 f"{', '.join(m.model_fields['format'].default for _, m, _, _ in DATASET_KINDS.values())})")
+    return "audit" if "loops" in obj else "qa"
+
+
+def kind_of_file(path: str | Path) -> str:
+    """``audit`` or ``qa``: the kind of the dataset file at ``path``, from its first item (:func:`kind_of_item`)."""
+    target = Path(path)
+    if not target.is_file():
+        raise DatasetFormatError(f"dataset file not found: {target}")
+    with open(target, "rb") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except ValueError:
+                raise DatasetFormatError(f"{target}:{number}: not valid JSON") from None
+            if not isinstance(obj, dict):
+                raise DatasetFormatError(f"{target}:{number}: expected a JSON object")
+            return kind_of_item(obj)
+    raise DatasetFormatError(f"{target}: no items")

@@ -37,7 +37,7 @@ def table(headers: list[str], rows: list[list[str]], cls: str = "metrics", capti
 def run_table(header: dict[str, Any], results: dict[str, Any] | None) -> str:
     identity = header.get("identity") or {}
     settings = header.get("settings") or {}
-    rows = [["run id", e(header.get("run_id"))], ["kind", e(identity.get("kind", "audit"))], ["created (UTC)", e(header.get("created_utc"))]]
+    rows = [["run id", e(header.get("run_id"))], ["kind", e(header.get("kind"))], ["created (UTC)", e(header.get("created_utc"))]]
     for key in ("model", "modality", "mode", "judge", "seed", "limit", "prompt_version", "scoring_version", "dataset_sha256"):
         if key in identity and identity[key] is not None:
             rows.append([e(key), e(identity[key])])

@@ -2,14 +2,18 @@
 
 The debugger reads a finished run (``samples.jsonl``) and shows each turn: the
 question and lettered options, the model's raw and parsed answer, the truth,
-and where the chain broke. To re-ask a turn it needs the conversation state
-just before that turn:
+and where the chain broke. The header says what kind of run it is.
 
-- when the run kept its LangGraph checkpoints (``ecgtrace audit
-  --keep-checkpoints``), that state is read from the thread's state history;
-- otherwise it is rebuilt from the item and the turns recorded before it. The
-  audit graph stores no history of its own (it rebuilds the conversation from
-  the recorded turns), so both give the same request.
+Re-asking runs the examination's own step, never a copy of it:
+
+- an audit turn goes through the graph's :func:`~ecgtrace.graphs.reasoning_audit.answer_turn`
+  with the conversation state just before that turn. When the run kept its
+  LangGraph checkpoints (``ecgtrace audit --keep-checkpoints``) that state is
+  read from the thread's state history; otherwise the graph's ``plan`` node lays
+  the item out again and the turns recorded before it are replayed. The graph
+  stores no history of its own (it rebuilds the conversation from the recorded
+  turns), so both give the same request.
+- a QA item goes through the QA runner's :func:`~ecgtrace.agents.exam.qa_runner.run_one`.
 
 Re-asking never writes to the run: the new answer is only shown beside the old.
 """
@@ -17,7 +21,6 @@ Re-asking never writes to the run: the new answer is only shown beside the old.
 from __future__ import annotations
 
 import asyncio
-import string
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,7 +38,8 @@ class DebugSample:
 
     @property
     def kind(self) -> str:
-        return self.header.get("identity", {}).get("kind", "audit")
+        """What the run examines, as its header says (``audit`` or ``qa``)."""
+        return self.header["kind"]
 
     @property
     def turns(self) -> list[dict[str, Any]]:
@@ -64,20 +68,30 @@ def load_debug_sample(run_dir: str | Path, sample_id: str) -> DebugSample:
 
 
 def options_text(options: list[str] | None) -> str:
-    return "\n".join(f"  {string.ascii_uppercase[i]}. {opt}" for i, opt in enumerate(options or []))
+    """The options as the examinee saw them, indented for the terminal."""
+    from ecgtrace.agents.exam.messages import option_lines
+
+    return "\n".join(f"  {line}" for line in option_lines(options or []))
 
 
-def _audit_item(sample: DebugSample) -> tuple[dict[str, Any], Path]:
-    from ecgtrace.agents.audit.format import load_audit
+def _dataset_item(sample: DebugSample) -> tuple[Any, Path]:
+    """The run's item for this sample (its contract) and the folder its assets are relative to."""
+    from ecgtrace.contracts.datasets import load_items
 
     dataset = sample.header.get("settings", {}).get("dataset_path")
     if not dataset or not Path(dataset).exists():
         raise RunError(f"{sample.run_dir}: the run's dataset {dataset!r} is not available to rebuild the turn")
-    audit = load_audit(dataset)
-    for item in audit.items:
+    items = load_items(dataset, sample.kind)
+    for item in items.items:
         if item.id == sample.row["id"]:
-            return item.to_json(), Path(audit.base_dir)
+            return item, Path(items.base_dir)
     raise RunError(f"{dataset}: no item {sample.row['id']!r}")
+
+
+def _audit_item(sample: DebugSample) -> tuple[dict[str, Any], Path]:
+    """The audit item of this sample as JSON, and its dataset folder."""
+    item, base_dir = _dataset_item(sample)
+    return item.to_json(), base_dir
 
 
 async def _state_from_checkpoints(sample: DebugSample, turn_index: int) -> dict[str, Any] | None:
@@ -99,33 +113,21 @@ async def _state_from_checkpoints(sample: DebugSample, turn_index: int) -> dict[
 
 
 def rebuild_state(sample: DebugSample, item: dict[str, Any], base_dir: Path, turn_index: int) -> dict[str, Any]:
-    """The audit state right before ``turn_index``, rebuilt from the recorded turns."""
-    from ecgtrace.agents.audit.examiner import plan_turns
+    """The audit state right before ``turn_index``: the graph's ``plan`` node, then the turns recorded before it."""
+    from ecgtrace.graphs.reasoning_audit import plan
 
     settings = sample.header.get("settings", {})
     identity = sample.header.get("identity", {})
     mode = identity.get("mode") or settings.get("mode") or sample.row.get("mode") or "teacher"
     modality = identity.get("modality") or settings.get("modality") or "text"
-    plan = plan_turns(item)
-    if not 0 <= turn_index < len(plan):
-        raise RunError(f"sample {item['id']!r} has turns 0..{len(plan) - 1}, not {turn_index}")
-    return {
-        "item": item,
-        "run": {"mode": mode, "modality": modality, "base_dir": str(base_dir)},
-        "plan": plan,
-        "cursor": turn_index,
-        "turns": [t for t in sample.turns[:turn_index]],
-        "pending": None,
-        "done": False,
-    }
+    state = plan({"item": item, "run": {"mode": mode, "modality": modality, "base_dir": str(base_dir)}})
+    if not 0 <= turn_index < len(state["plan"]):
+        raise RunError(f"sample {item['id']!r} has turns 0..{len(state['plan']) - 1}, not {turn_index}")
+    return {**state, "cursor": turn_index, "turns": list(sample.turns[:turn_index]), "done": False}
 
 
-async def reask_turn(sample: DebugSample, turn_index: int, examinee: Any) -> tuple[dict[str, Any], str]:
-    """Ask turn ``turn_index`` again with ``examinee``; return (the new turn record, where the state came from)."""
-    if sample.kind != "audit":
-        raise RunError("re-asking is supported for audit runs; for a QA item run `ecgtrace qa-eval --limit` on it")
-    from ecgtrace.agents.audit.examiner import build_request, format_prompt, score_reply
-    from ecgtrace.graphs.reasoning_audit import history
+async def _reask_audit(sample: DebugSample, turn_index: int, examinee: Any) -> tuple[dict[str, Any], str]:
+    from ecgtrace.graphs.reasoning_audit import answer_turn
 
     state = await _state_from_checkpoints(sample, turn_index)
     source = "LangGraph checkpoint (state history)"
@@ -133,12 +135,25 @@ async def reask_turn(sample: DebugSample, turn_index: int, examinee: Any) -> tup
         item, base_dir = _audit_item(sample)
         state = rebuild_state(sample, item, base_dir, turn_index)
         source = "rebuilt from the recorded turns (run kept no checkpoints)"
-    turn = state["plan"][turn_index]
-    prompt = format_prompt(turn)
-    run = state["run"]
-    messages = build_request(history(state), prompt, state["item"], run["base_dir"], run["modality"])
-    reply = await examinee.answer(messages, turn)
-    return score_reply(turn, prompt, reply.to_json()), source
+    return await answer_turn(state, examinee), source
+
+
+async def _reask_qa(sample: DebugSample, turn_index: int, examinee: Any) -> tuple[dict[str, Any], str]:
+    from ecgtrace.agents.exam.qa_runner import run_one
+
+    if turn_index != 0:
+        raise RunError(f"a QA sample has one turn (0), not {turn_index}")
+    item, base_dir = _dataset_item(sample)
+    modality = sample.header.get("identity", {}).get("modality") or "text"
+    row = await run_one(item, base_dir, examinee, modality, ask_human=getattr(examinee, "ask", None))
+    return row["turns"][0], "asked again from the dataset item (one request per QA item)"
+
+
+async def reask_turn(sample: DebugSample, turn_index: int, examinee: Any) -> tuple[dict[str, Any], str]:
+    """Ask turn ``turn_index`` again with ``examinee``; return (the new turn record, where the state came from)."""
+    if sample.kind == "qa":
+        return await _reask_qa(sample, turn_index, examinee)
+    return await _reask_audit(sample, turn_index, examinee)
 
 
 def reask_turn_sync(sample: DebugSample, turn_index: int, examinee: Any) -> tuple[dict[str, Any], str]:

@@ -1,7 +1,7 @@
 """A run as one static HTML file: ``RUNDIR/report.html``.
 
 Works for reasoning-audit runs and QA runs (same run-folder format,
-:mod:`ecgtrace.runlog`). The file is self-contained: inline CSS, no scripts,
+:mod:`ecgtrace.runlog`); the header's ``kind`` says which. The file is self-contained: inline CSS, no scripts,
 no server, no network; images are ``data:`` URIs. A Content-Security-Policy
 meta tag (``default-src 'none'``) forbids scripts and remote loads as a second
 line of defence, but the first is that **every** piece of text that came from a
@@ -130,6 +130,19 @@ def _turn_html(turn: dict[str, Any], figure: str = "", extra: str = "") -> str:
     return "".join(parts)
 
 
+def _asset(base_dir: Path | None, rel: Any) -> Path | None:
+    """An item's asset file for a figure, when the dataset folder is known (never a path outside it)."""
+    from ecgtrace.agents.exam.messages import resolve_asset
+    from ecgtrace.errors import EcgTraceError
+
+    if base_dir is None or not isinstance(rel, str):
+        return None
+    try:
+        return resolve_asset(base_dir, rel)
+    except EcgTraceError:
+        return None
+
+
 def _audit_sample(i: int, row: dict[str, Any], item: dict[str, Any] | None, figures: _Figures, base_dir: Path | None, open_: bool) -> str:
     from ecgtrace.views._report_images import audit_turn_spans
 
@@ -142,7 +155,7 @@ def _audit_sample(i: int, row: dict[str, Any], item: dict[str, Any] | None, figu
         figure = ""
         if turn.get("stage") == "grounding" and item is not None:
             true, model = audit_turn_spans(turn, item)
-            asset = (base_dir / item["assets"]["image"]) if base_dir and (item.get("assets") or {}).get("image") else None
+            asset = _asset(base_dir, (item.get("assets") or {}).get("image"))
             what = "measurement" if turn.get("kind") == "measurement" else f"{row['id']} turn {turn.get('index')}"
             figure = figures.figure(item.get("record"), item.get("window"), true, model, asset, what)
         body.append(_turn_html(turn, figure))
@@ -168,24 +181,26 @@ def _qa_sample(i: int, row: dict[str, Any], figures: _Figures, base_dir: Path | 
     true, model = qa_spans(row)
     image = (item.get("modalities") or {}).get("image")
     image = image[0] if isinstance(image, list) and image else image
-    asset = base_dir / image if base_dir and isinstance(image, str) else None
-    figure = figures.figure(item.get("record"), item.get("window"), true, model, asset, row["id"]) if true else ""
+    figure = figures.figure(item.get("record"), item.get("window"), true, model, _asset(base_dir, image), row["id"]) if true else ""
     return f"<details class=sample id=s{i}{' open' if open_ else ''}><summary>{e(head)}</summary>{_turn_html(turn, figure, extra)}</details>"
 
 
 def _dataset_items(header: dict[str, Any]) -> tuple[dict[str, dict[str, Any]], Path | None]:
+    """The run's audit items by id (for grounding figures) and the dataset folder; QA rows carry what they need."""
     path = (header.get("settings") or {}).get("dataset_path")
-    if not path or not Path(path).is_file():
-        return {}, Path(path).parent if path else None
+    base_dir = Path(path).parent if path else None
+    if header["kind"] != "audit" or not path or not Path(path).is_file():
+        return {}, base_dir
+    from ecgtrace.contracts.datasets import load_items
+    from ecgtrace.errors import EcgTraceError
+
     try:
-        from ecgtrace.jsonio import read_jsonl
-
-        return {row["id"]: row for row in read_jsonl(path) if isinstance(row, dict) and "id" in row}, Path(path).parent
-    except Exception:  # noqa: BLE001 - a report without the dataset just has no figures
-        return {}, Path(path).parent
+        return {item.id: item.to_json() for item in load_items(path, "audit").items}, base_dir
+    except EcgTraceError:  # a report without a readable dataset just has no figures
+        return {}, base_dir
 
 
-def _results(root: Path, header: dict[str, Any], rows: list[dict[str, Any]], kind: str) -> dict[str, Any]:
+def _results(root: Path, rows: list[dict[str, Any]], kind: str) -> dict[str, Any]:
     path = root / RESULTS
     if path.is_file():
         try:
@@ -205,8 +220,8 @@ def render_html(root: str | os.PathLike[str], *, max_images: int = 200, open_sam
     """The report of the run folder ``root`` as an HTML string (nothing written)."""
     root = Path(root)
     header, rows = load_run_samples(root)
-    kind = (header.get("identity") or {}).get("kind") or ("qa" if rows and rows[0].get("kind") == "qa" else "audit")
-    results = _results(root, header, rows, kind)
+    kind = header["kind"]
+    results = _results(root, rows, kind)
     items, base_dir = _dataset_items(header)
     roots = [p for p in (base_dir, root, Path.cwd()) if p is not None]
     figures = _Figures(roots, max_images)

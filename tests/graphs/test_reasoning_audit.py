@@ -347,3 +347,19 @@ def test_compare_command(tmp_path, capsys):
     assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b"), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["shared_samples"] == 3 and out["tests"]["ida"]["n"] == 3 and out["tests"]["stage:criterion"]["n"] == 4
+
+
+def test_state_is_parsed_into_the_contracts_at_the_node_boundary():
+    """A format-1 item enters as plain JSON and leaves the plan node as the AuditItem contract's JSON; rows are TurnRows."""
+    from ecgtrace.contracts import AuditItem, TurnRow
+
+    raw = json.loads(FIXTURE.read_text().splitlines()[0])
+    assert "fs" in raw["record"]
+    out = asyncio.run(reasoning_audit.graph.ainvoke({"item": raw, "run": {"modality": "text", "base_dir": str(FIXTURE.parent)}}))
+    assert out["item"] == AuditItem.model_validate(raw).to_json() and out["item"]["record"]["fs_hz"] == 250.0
+    assert all(TurnRow.model_validate(t).to_json() == t for t in out["turns"])
+    with pytest.raises(ValueError, match="unknown modality"):
+        reasoning_audit.plan({"item": raw, "run": {"modality": "smell"}})
+    with pytest.raises(ValueError):
+        reasoning_audit.plan({"item": {**raw, "loops": []}})
+

@@ -90,3 +90,52 @@ def test_unknown_sample_is_a_clear_error(saved_run):
     with pytest.raises(RunError, match="no finished sample"):
         load_debug_sample(saved_run, "does-not-exist")
     assert main(["debug", str(saved_run), "--sample", "does-not-exist"]) == 2
+
+
+def test_reask_sends_exactly_what_the_run_sent(tmp_path):
+    """The re-ask runs the graph's own step: the request equals the one the run made for that turn."""
+    from ecgtrace.agents.exam.examinees import Examinee, Reply
+
+    class Recording(Examinee):
+        def __init__(self):
+            self.seen = {}
+
+        async def answer(self, messages, turn):
+            self.seen[(turn["sample_id"], turn["index"])] = messages
+            return Reply(raw=turn["options"][-1])  # wrong often enough
+
+    import asyncio as _asyncio
+
+    from ecgtrace.agents.audit.format import load_audit
+    from ecgtrace.graphs.audit_runner import run_audit
+    from ecgtrace.runlog import RunDir
+
+    audit = load_audit(FIXTURE)
+    run = RunDir.open(tmp_path / "run", {"dataset_sha256": audit.sha256, "model": "recording"}, {"dataset_path": str(audit.path)})
+    during = Recording()
+    _asyncio.run(run_audit(audit, run, during, modality="text"))
+    sample = load_debug_sample(run.path, audit.items[0].id)
+    for index in (0, 3, len(sample.turns) - 1):
+        again = Recording()
+        new, source = reask_turn_sync(sample, index, again)
+        assert "rebuilt" in source
+        assert again.seen[(sample.row["id"], index)] == during.seen[(sample.row["id"], index)]
+        assert {k: new[k] for k in ("prompt", "raw", "correct")} == {k: sample.turns[index][k] for k in ("prompt", "raw", "correct")}
+
+
+def test_a_qa_item_is_reasked_through_the_qa_runner(tmp_path):
+    import shutil
+
+    from ecgtrace.agents.exam.examinees import make_examinee
+
+    qa_dir = tmp_path / "qa"
+    qa_dir.mkdir()
+    shutil.copy(FIXTURE.parent / "qa_small.jsonl", qa_dir / "qa.jsonl")
+    shutil.copytree(FIXTURE.parent / "qa_assets", qa_dir / "qa_assets")
+    assert main(["qa-eval", str(qa_dir), "--model", "prior", "--modality", "text", "--run", str(tmp_path / "run"), "--quiet"]) == 0
+    sample = load_debug_sample(tmp_path / "run", "synthetic-holter-closed_count-000")
+    assert sample.kind == "qa"
+    new, source = reask_turn_sync(sample, 0, make_examinee("oracle"))
+    assert new["correct"] is True and new["prompt"] == sample.turns[0]["prompt"] and "QA item" in source
+    with pytest.raises(RunError, match="one turn"):
+        reask_turn_sync(sample, 1, make_examinee("oracle"))

@@ -196,3 +196,19 @@ def test_browser_renders_tables_and_images_and_runs_no_injected_code(runs: dict[
 
     assert near(PAPER, 2) > 20_000, "no ECG paper visible: the figure did not render"
     assert near(GREEN_ON_PAPER, 8) > 200, "no green evidence highlight visible"
+
+
+def test_the_header_says_the_kind_also_for_format1_runs(runs: dict[str, Path], tmp_path: Path) -> None:
+    """No guessing from rows: an old (format 1) header names its kind through its identity; a new one says it outright."""
+    old = tmp_path / "old"
+    shutil.copytree(runs["qa"], old)
+    header = json.loads((old / "header.json").read_text())
+    assert header["format"] == "ecgtrace-run/2" and header["kind"] == "qa"
+    header["format"] = "ecgtrace-audit-run/1"
+    del header["kind"]
+    (old / "header.json").write_text(json.dumps(header))
+    rows = [json.loads(line) for line in (old / "samples.jsonl").read_text().splitlines()]
+    (old / "samples.jsonl").write_text("".join(json.dumps({k: v for k, v in r.items() if k != "kind"}) + "\n" for r in rows))
+    (old / "results.json").unlink()
+    html = render_html(old, max_images=0)
+    assert "ecgtrace qa report" in html and "Summary per task" in html and "<td>kind</td><td>qa</td>" in html

@@ -143,3 +143,21 @@ def test_select_all_probe_flags_lead_questions_answered_by_every_lead(tmp_path):
     assert leads_questions >= 5
     result = probe(tmp_path / "audit" / "audit.jsonl")
     assert any("grounding:lead" in line and "select_all" in line for line in result["flagged"])
+
+
+def test_a_files_kind_is_what_its_items_declare_not_its_name(tmp_path: Path) -> None:
+    from ecgtrace.contracts.datasets import kind_of_file
+    from ecgtrace.errors import DatasetFormatError
+
+    qa_named_like_audit = tmp_path / "audit_questions.jsonl"
+    qa_named_like_audit.write_text("".join(json.dumps({**r, "format": "ecgtrace-qa-item/2", "finding": "pvc"}) + "\n"
+                                           for r in ({k: v for k, v in row.items() if k != "event_kind"} for row in balanced(10))))
+    result = probe(qa_named_like_audit)
+    assert {g["source"] for g in result["groups"]} == {"qa"} and result["n_questions"] == 10
+    audit_items = tmp_path / "items.jsonl"
+    audit_items.write_text((FIXTURES / "audit_small.jsonl").read_text())  # format 1: the reasoning loops say so
+    assert kind_of_file(audit_items) == "audit" and kind_of_file(FIXTURES / "qa_small.jsonl") == "qa"
+    assert {g["source"] for g in probe(audit_items)["groups"]} == {"audit"}
+    (tmp_path / "odd.jsonl").write_text('\n{"format": "someone-else/1", "id": "x"}\n')
+    with pytest.raises(DatasetFormatError, match="unknown item format 'someone-else/1'"):
+        kind_of_file(tmp_path / "odd.jsonl")

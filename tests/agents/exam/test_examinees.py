@@ -144,3 +144,91 @@ def test_baselines_answer_open_questions_without_error():
     for spec in ("random", "prior"):
         reply = asyncio.run(make_examinee(spec).answer([], open_turn))
         assert reply.error is None and reply.raw == NO_OPTIONS_ANSWER
+
+
+# ------------------------------------------------------------------ registry and plugins
+
+def _entry_points(monkeypatch, *pairs):
+    """Installed plugins, as importlib.metadata reports them (nothing is installed)."""
+    from importlib.metadata import EntryPoint
+
+    from ecgtrace.agents.exam.examinees import registry
+
+    points = [EntryPoint(name=name, value=value, group=registry.ENTRY_POINT_GROUP) for name, value in pairs]
+    calls = []
+
+    def entry_points(*, group):  # noqa: ANN001, ANN202
+        calls.append(group)
+        return [ep for ep in points if ep.group == group]
+
+    monkeypatch.setattr(registry.metadata, "entry_points", entry_points)
+    return calls
+
+
+def test_a_plugin_examinee_is_found_through_its_entry_point(monkeypatch):
+    calls = _entry_points(monkeypatch, ("echo", "tests.support.fake_examinee:BACKEND"))
+    examinee = make_examinee("echo:>> ", seed=4, timeout_s=9.0, temperature=0.5)
+    assert calls == ["ecgtrace.examinees"]
+    assert examinee.name == "echo:>> " and examinee.options.timeout_s == 9.0 and examinee.options.temperature == 0.5
+    assert run(examinee.answer([], TURN)).raw == ">> " + TURN["options"][-1]
+    from ecgtrace.agents.exam.examinees import examinee_specs
+
+    assert examinee_specs()[-1] == "echo"  # listed after the built-ins
+
+
+def test_a_plugin_factory_or_a_broken_plugin(monkeypatch):
+    _entry_points(monkeypatch, ("bare", "tests.support.fake_examinee:make_echo"), ("broken", "tests.support.no_such_module:X"),
+                  ("odd", "tests.support.fake_examinee:NOT_A_BACKEND"), ("oracle", "tests.support.fake_examinee:BACKEND"))
+    assert run(make_examinee("bare").answer([], TURN)).raw == TURN["options"][-1]  # a factory alone, no argument
+    with pytest.raises(ModelError, match=r"examinee plugin 'broken' .* failed to load: ModuleNotFoundError"):
+        make_examinee("broken")
+    with pytest.raises(ModelError, match="neither a Backend nor a factory"):
+        make_examinee("odd")
+    assert isinstance(make_examinee("oracle"), OracleExaminee)  # a plugin cannot take over a built-in name
+    with pytest.raises(ModelError, match=r"unknown model 'nobody': use openai:<model>, oracle, random, prior, human, bare, broken or odd"):
+        make_examinee("nobody")
+
+
+def test_registered_backends_and_spec_rules(monkeypatch):
+    from ecgtrace.agents.exam.examinees import register_examinee, unregister_examinee
+    from tests.support.fake_examinee import BACKEND, make_echo
+
+    from ecgtrace.agents.exam.examinees import Backend
+
+    _entry_points(monkeypatch)
+    with pytest.raises(ModelError, match="built in"):
+        register_examinee(Backend("random", make_echo))
+    register_examinee(BACKEND)
+    try:
+        assert make_examinee("echo:!").prefix == "!"
+    finally:
+        unregister_examinee("echo")
+    with pytest.raises(ModelError, match="unknown model 'echo:!'"):
+        make_examinee("echo:!")
+    with pytest.raises(ModelError, match="unknown model 'oracle:x'"):  # a bare-name backend takes no argument
+        make_examinee("oracle:x")
+    with pytest.raises(ModelError, match="needs a model name"):
+        make_examinee("openai:")
+
+
+def test_help_lists_the_registered_names_without_scanning_plugins(monkeypatch):
+    from ecgtrace.agents.exam.examinees import describe_specs
+    from ecgtrace.cli import build_parser
+
+    calls = _entry_points(monkeypatch, ("echo", "tests.support.fake_examinee:BACKEND"))
+    assert describe_specs() == "openai:<model>, oracle, random, prior or human"
+    text = build_parser().format_help() + "".join(
+        action.choices[name].format_help() for action in build_parser()._subparsers._group_actions for name in ("audit", "qa-eval"))
+    assert "openai:<model>, oracle, random, prior or human" in text and calls == []
+
+
+def test_a_langchain_chat_model_is_an_examinee():
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from langchain_core.messages import AIMessage
+
+    from ecgtrace.agents.exam.examinees import ChatModelExaminee, as_examinee
+
+    examinee = as_examinee(GenericFakeChatModel(messages=iter([AIMessage("B. No")])))
+    assert isinstance(examinee, ChatModelExaminee) and as_examinee(examinee) is examinee
+    reply = run(examinee.answer(MESSAGES, TURN))
+    assert reply.raw == "B. No" and reply.error is None and reply.latency_ms >= 0

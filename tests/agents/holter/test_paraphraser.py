@@ -44,3 +44,39 @@ def test_model_error_keeps_original():
 def test_check_paraphrase_numbers():
     assert check_paraphrase("at 5 ms", "at 5 ms exactly", []) is None
     assert check_paraphrase("at 5 ms", "", []) == "empty paraphrase"
+
+
+def test_default_model_comes_from_the_examinee_factory(monkeypatch):
+    """The paraphraser talks to its model through the same factory as every examinee (retries, key from the environment)."""
+    import pytest
+
+    from ecgtrace.agents.exam.examinees import OpenAIExaminee
+    from ecgtrace.agents.holter.paraphraser import default_model
+    from ecgtrace.errors import ModelError
+    from tests.support.mock_openai import MockOpenAI, fixed
+
+    good = "Between 1200 ms and 31200 ms from the start of the recording, how many premature ventricular contractions (PVCs) are there?"
+    monkeypatch.setenv("ECGTRACE_PARAPHRASE_MODEL", "mock-writer")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with MockOpenAI(fixed(good)) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        model = default_model()
+        assert isinstance(model, OpenAIExaminee) and model.temperature == 0 and model.base_url == server.url
+        out = paraphrase_items([_item()], model, LABELS)
+        body = server.requests[0]
+    assert out[0]["question"] == good and out[0]["provenance"]["params"]["paraphrase"]["status"] == "rewritten"
+    assert body["model"] == "mock-writer" and body["temperature"] == 0 and body["messages"][1]["content"] == Q
+    monkeypatch.delenv("OPENAI_BASE_URL")
+    with pytest.raises(ModelError, match="OPENAI_API_KEY is not set"):
+        default_model()
+
+
+def test_a_server_failure_keeps_the_original_wording():
+    from ecgtrace.agents.exam.examinees import Examinee, Reply
+
+    class Down(Examinee):
+        async def answer(self, messages, turn):  # noqa: ANN001
+            return Reply(raw=None, error="APIConnectionError: refused after 4 attempt(s)")
+
+    out = paraphrase_items([_item()], Down(), LABELS)
+    assert out[0]["question"] == Q and out[0]["provenance"]["params"]["paraphrase"]["reason"] == "model error: APIConnectionError"

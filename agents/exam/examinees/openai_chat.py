@@ -1,138 +1,22 @@
-"""Models under test, behind one async interface.
+"""``openai:<model>``: any OpenAI-compatible chat endpoint (OpenAI, vLLM, Ollama, LM Studio) through langchain-openai.
 
-``await examinee.answer(messages, turn) -> Reply``, where ``messages`` are
-OpenAI chat messages (the ECG attached to the first user message) and ``turn``
-is the examiner's turn spec (see :mod:`ecgtrace.agents.audit.examiner`).
-
-Specs accepted by :func:`make_examinee`:
-
-* ``openai:<model>`` - any OpenAI-compatible chat endpoint through
-  langchain-openai ``ChatOpenAI`` (OpenAI, vLLM, Ollama, LM Studio).
-* ``oracle`` - answers the ground truth (must score 100% on every metric).
-* ``random`` - uniform over the options; multi-select: a uniform non-empty
-  subset. Seeded per (seed, sample id, turn index), so a resumed run draws the
-  same answers as an uninterrupted one.
-* ``prior`` - a shortcut probe that never sees the ECG nor the conversation:
-  it reads only the option texts of the question and always picks the
-  **longest option text** (the first one among ties). For Yes/No that is
-  "Yes"; for decisions "Further findings are required…"; for multi-select the
-  single longest option.
-* ``human`` - you type answers at the terminal; the graph asks through a
-  LangGraph ``interrupt()`` in a node of its own (``interactive = True``).
+Retries with exponential backoff and jitter (tenacity) on 429, 408, 409, 5xx,
+timeouts and connection errors; a failure after the last try is a recorded
+:class:`Reply` error, never a crash; 401/403/404 are a :class:`ModelError`
+(wrong model, URL or key). The API key is read from the environment only.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
-import hashlib
 import os
-import random
 import time
-from dataclasses import asdict, dataclass
 from typing import Any
 
+from ecgtrace.agents.exam.examinees.base import Backend, Examinee, ExamineeOptions, Reply
+from ecgtrace.agents.exam.examinees.chat_model import reply_from_message
 from ecgtrace.errors import ModelError
-
-BUILTINS = ("oracle", "random", "prior", "human")
-
-
-@dataclass
-class Reply:
-    """What came back for one turn; ``raw`` is None when ``error`` is set."""
-
-    raw: str | None
-    reasoning: str | None = None
-    usage: dict[str, Any] | None = None
-    latency_ms: float = 0.0
-    error: str | None = None
-    attempts: int = 1
-    meta: dict[str, Any] | None = None  # server response id, model, finish_reason
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-class Examinee:
-    """Base class. ``interactive`` examinees are answered through an interrupt."""
-
-    name: str = "examinee"
-    interactive: bool = False
-
-    async def answer(self, messages: list[dict[str, Any]], turn: dict[str, Any]) -> Reply:
-        raise NotImplementedError
-
-
-def _as_text(turn: dict[str, Any], choice: str | list[str]) -> str:
-    return ", ".join(choice) if isinstance(choice, list) else choice
-
-
-#: What the baselines say to an open question: they have no options to pick from, and
-#: an honest "cannot tell" scores the floor of each open metric (not an error).
-NO_OPTIONS_ANSWER = "I cannot tell."
-
-
-class OracleExaminee(Examinee):
-    """Answers the ground truth, as option text (never ambiguous to the parser)."""
-
-    name = "oracle"
-
-    async def answer(self, messages: list[dict[str, Any]], turn: dict[str, Any]) -> Reply:
-        return Reply(raw=_as_text(turn, turn["answer"]))
-
-
-class RandomExaminee(Examinee):
-    """Uniform over options (multi-select: uniform over non-empty subsets), seeded per turn.
-
-    Open questions (no options) get :data:`NO_OPTIONS_ANSWER`.
-    """
-
-    name = "random"
-
-    def __init__(self, seed: int = 0) -> None:
-        self.seed = int(seed)
-
-    def _rng(self, turn: dict[str, Any]) -> random.Random:
-        key = f"{self.seed}:{turn.get('sample_id')}:{turn['index']}".encode()
-        return random.Random(int.from_bytes(hashlib.sha256(key).digest()[:8], "big"))
-
-    async def answer(self, messages: list[dict[str, Any]], turn: dict[str, Any]) -> Reply:
-        rng = self._rng(turn)
-        options = turn.get("options") or []
-        if not options:
-            return Reply(raw=NO_OPTIONS_ANSWER)
-        if turn["multi"]:
-            mask = rng.randrange(1, 2 ** len(options))  # uniform over the 2^n - 1 non-empty subsets
-            return Reply(raw=", ".join(o for i, o in enumerate(options) if mask >> i & 1))
-        return Reply(raw=rng.choice(options))
-
-
-class PriorExaminee(Examinee):
-    """Sees the option texts only; always the longest option (first among ties).
-
-    Open questions (no options) get :data:`NO_OPTIONS_ANSWER`.
-    """
-
-    name = "prior"
-
-    async def answer(self, messages: list[dict[str, Any]], turn: dict[str, Any]) -> Reply:
-        options = turn.get("options") or []
-        if not options:
-            return Reply(raw=NO_OPTIONS_ANSWER)
-        return Reply(raw=max(options, key=len))  # max keeps the first of equal lengths
-
-
-class HumanExaminee(Examinee):
-    """Answered at the terminal: the graph routes its turns to an interrupt node."""
-
-    name = "human"
-    interactive = True
-
-    async def answer(self, messages: list[dict[str, Any]], turn: dict[str, Any]) -> Reply:
-        raise RuntimeError("human answers come through the graph's interrupt, not answer()")
-
-
-# ------------------------------------------------------------ OpenAI-compatible
 
 _FATAL_STATUS = (401, 403, 404)
 
@@ -285,34 +169,13 @@ class OpenAIExaminee(Examinee):
         except Exception as exc:  # noqa: BLE001 - any server failure is recorded, never crashes the run
             return Reply(raw=None, error=f"{_describe(exc)} after {attempts} attempt(s)", attempts=attempts,
                          latency_ms=round((time.perf_counter() - started) * 1000, 3))
-        content = message.content
-        if isinstance(content, list):  # content blocks -> their text
-            content = "".join(b.get("text", "") if isinstance(b, dict) else str(b) for b in content)
-        meta = message.response_metadata or {}
-        return Reply(
-            raw=content,
-            reasoning=message.additional_kwargs.get("reasoning_content"),
-            usage=meta.get("server_usage"),
-            latency_ms=round(latency_ms, 3),
-            attempts=attempts,
-            meta={"id": meta.get("server_id"), "model": meta.get("model_name"), "finish_reason": meta.get("finish_reason")},
-        )
+        return reply_from_message(message, latency_ms, attempts)
 
 
-def make_examinee(spec: str, *, seed: int = 0, base_url: str | None = None, api_key_env: str = "OPENAI_API_KEY",
-                  timeout_s: float = 120.0, concurrency: int = 8, max_attempts: int = 4, backoff_s: float = 1.0,
-                  max_tokens: int | None = None, temperature: float | None = None) -> Examinee:
-    """Build an examinee from ``--model``: ``openai:<model>``, ``oracle``, ``random``, ``prior``, ``human``."""
-    if spec == "oracle":
-        return OracleExaminee()
-    if spec == "random":
-        return RandomExaminee(seed)
-    if spec == "prior":
-        return PriorExaminee()
-    if spec == "human":
-        return HumanExaminee()
-    if spec.startswith("openai:"):
-        return OpenAIExaminee(spec.split(":", 1)[1], base_url=base_url, api_key_env=api_key_env, timeout_s=timeout_s,
-                              concurrency=concurrency, max_attempts=max_attempts, backoff_s=backoff_s, max_tokens=max_tokens,
-                              temperature=temperature)
-    raise ModelError(f"unknown model {spec!r}: use openai:<model> or one of {', '.join(BUILTINS)}")
+def _make(argument: str | None, options: ExamineeOptions) -> Examinee:
+    return OpenAIExaminee(argument or "", base_url=options.base_url, api_key_env=options.api_key_env, timeout_s=options.timeout_s,
+                          concurrency=options.concurrency, max_attempts=options.max_attempts, backoff_s=options.backoff_s,
+                          max_tokens=options.max_tokens, temperature=options.temperature)
+
+
+BACKEND = Backend("openai", _make, argument="model", summary="an OpenAI-compatible chat endpoint (--base-url, --api-key-env)")

@@ -1,0 +1,102 @@
+"""What every examinee is: one async ``answer(messages, turn) -> Reply``, and the options a backend is built with."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+
+@dataclass
+class Reply:
+    """What came back for one turn; ``raw`` is None when ``error`` is set."""
+
+    raw: str | None
+    reasoning: str | None = None
+    usage: dict[str, Any] | None = None
+    latency_ms: float = 0.0
+    error: str | None = None
+    attempts: int = 1
+    meta: dict[str, Any] | None = None  # server response id, model, finish_reason
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class Examinee:
+    """Base class of every model under test. ``interactive`` examinees are answered through an interrupt.
+
+    ``answer`` gets OpenAI chat messages (the ECG attached to the first user
+    message) and the turn spec (:func:`ecgtrace.agents.exam.turns.turn_spec`:
+    question, options, answer, ...). Baselines may read the spec; a real model
+    sees only the messages.
+    """
+
+    name: str = "examinee"
+    interactive: bool = False
+
+    async def answer(self, messages: list[dict[str, Any]], turn: dict[str, Any]) -> Reply:
+        raise NotImplementedError
+
+
+#: What the baselines say to an open question: they have no options to pick from, and
+#: an honest "cannot tell" scores the floor of each open metric (not an error).
+NO_OPTIONS_ANSWER = "I cannot tell."
+
+
+@dataclass(frozen=True)
+class ExamineeOptions:
+    """Everything ``--model`` may be built with; each backend reads the fields it needs.
+
+    Attributes:
+        seed: seed of random baselines.
+        base_url: OpenAI-compatible endpoint (None: the provider's default).
+        api_key_env: name of the environment variable holding the key (the key itself is never passed around).
+        timeout_s: per-request timeout in seconds.
+        concurrency: requests in flight at once.
+        max_attempts: tries per request on transient failures.
+        backoff_s: first retry wait in seconds (doubling).
+        max_tokens: cap on answer tokens (None: the server's).
+        temperature: sampling temperature (None: the server's).
+    """
+
+    seed: int = 0
+    base_url: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    timeout_s: float = 120.0
+    concurrency: int = 8
+    max_attempts: int = 4
+    backoff_s: float = 1.0
+    max_tokens: int | None = None
+    temperature: float | None = None
+
+
+#: ``factory(argument, options)``: ``argument`` is what follows ``name:`` in the spec (None when absent).
+Factory = Callable[[str | None, ExamineeOptions], Examinee]
+
+
+@dataclass(frozen=True)
+class Backend:
+    """One examinee backend as the registry knows it.
+
+    Attributes:
+        name: what ``--model`` starts with (``oracle``, or ``openai`` for ``openai:<model>``).
+        factory: builds the examinee.
+        argument: what follows ``name:`` (``"model"`` for ``openai:<model>``); None when the spec is the bare name.
+        summary: one line for help texts.
+    """
+
+    name: str
+    factory: Factory
+    argument: str | None = None
+    summary: str = ""
+
+    @property
+    def spec(self) -> str:
+        """How the backend is named on the command line (``openai:<model>``)."""
+        return f"{self.name}:<{self.argument}>" if self.argument else self.name
+
+
+def as_text(choice: str | list[str]) -> str:
+    """An answer (one option text, or several for multi-select) as the examinee would say it."""
+    return ", ".join(choice) if isinstance(choice, list) else choice

@@ -1,0 +1,378 @@
+"""One way to show an item to an examinee: option prompts, asset files and OpenAI chat messages.
+
+Used by the reasoning audit (every turn of a conversation), the QA runner (one
+request per item), the debugger's re-ask, the report, and the dataset writer,
+which stores ready-made messages in ``qa.jsonl``.
+
+* :func:`option_lines` is the one formatter of lettered options (``A. Yes``);
+  :func:`closed_prompt`, :func:`question_prompt` and :func:`dataset_prompt`
+  lay a question out around it.
+* :func:`resolve_asset` is the one way an asset path becomes a file: relative to
+  the dataset folder, and refused when the resolved path leaves it.
+* :func:`check_modality` refuses, before any model call, an item that cannot be
+  shown in a modality (``image``, ``text``, ``both``).
+* :func:`build_messages` turns an item (audit or QA) plus its assets into chat
+  messages for a modality; :func:`request_messages` is its core, for callers
+  that hold file paths rather than an item (the dataset writer).
+
+How a request is laid out differs between the three callers; those differences
+are data (:class:`Layout`, the three instances below side by side), kept so that
+prompts and datasets stay byte-identical to what earlier versions sent and
+wrote. The ECG itself (image bytes, text) is read from disk on demand and
+cached by path, size and modification time; it never enters graph state.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from ecgtrace.agents.exam import parsing
+from ecgtrace.contracts.audit import AuditItem
+from ecgtrace.contracts.datasets import DATASET_KINDS, kind_of_item
+from ecgtrace.contracts.qa import QAItem
+from ecgtrace.contracts.vocabulary import EXAM_MODALITIES, assets_needed
+from ecgtrace.errors import DatasetFormatError, EcgTraceError, QAFormatError
+from ecgtrace.jsonio import safe_join
+
+LETTERS = parsing.LETTERS  # the letters the parser reads back
+SINGLE_HINT = "Answer with the letter of one option."
+MULTI_HINT = "Select every option that applies. Answer with the letters separated by commas, e.g. 'A, C'."
+#: How to answer an open question, by ``answer_type``.
+OPEN_HINTS: dict[str, str] = {
+    "integer": "Answer with a single number.",
+    "time_ms": "Answer with one time in ms from the recording start.",
+    "timestamps_ms": "Answer with every time in ms from the recording start, separated by commas, or 'none'.",
+    "label": "Answer with the name of the finding.",
+}
+#: What samples.jsonl keeps of a QA request (the ECG as text can be tens of kB).
+PROMPT_KEEP_CHARS = 4000
+
+ExamItem = AuditItem | QAItem
+
+
+# ------------------------------------------------------------------ prompts
+
+def option_lines(options: list[str]) -> list[str]:
+    """``["A. Yes", "B. No"]``: the options as they are shown, lettered in order."""
+    return [f"{LETTERS[i]}. {option}" for i, option in enumerate(options)]
+
+
+def closed_prompt(question: str, options: list[str], multi: bool = False) -> str:
+    """A closed question as the examination asks it: question, lettered options, how to answer."""
+    return "\n".join([question, "", *option_lines(options), "", MULTI_HINT if multi else SINGLE_HINT])
+
+
+def question_prompt(question: str, options: list[str] | None, *, multi: bool = False, answer_type: str | None = None) -> str:
+    """A closed question (:func:`closed_prompt`), or an open one with the hint for its ``answer_type``."""
+    if options:
+        return closed_prompt(question, options, multi)
+    hint = OPEN_HINTS.get(str(answer_type))
+    return f"{question}\n\n{hint}" if hint else question
+
+
+def dataset_prompt(question: str, options: list[str] | None) -> str:
+    """A question as the dataset stores it in an item's own messages (options answered by their text)."""
+    lines = [question]
+    if options:
+        lines += ["Options:", *option_lines(options), "Answer with the text of one option."]
+    return "\n".join(lines)
+
+
+def lettered_answer(options: list[str], answer: str | list[str]) -> str:
+    """The answer as the assistant would have said it (``"A. MLII, C. V5"``): teacher forcing."""
+    answers = answer if isinstance(answer, list) else [answer]
+    return ", ".join(f"{LETTERS[options.index(a)]}. {a}" for a in answers)
+
+
+# ------------------------------------------------------------------ items and assets
+
+def exam_item(item: ExamItem | dict[str, Any]) -> ExamItem:
+    """An audit or QA item as its contract; plain JSON is validated as the kind its structure declares."""
+    if isinstance(item, AuditItem | QAItem):
+        return item
+    model = DATASET_KINDS[kind_of_item(item)][1]
+    return model.model_validate(item)  # type: ignore[return-value]
+
+
+def _error(item: ExamItem) -> type[DatasetFormatError]:
+    return DATASET_KINDS["audit" if isinstance(item, AuditItem) else "qa"][2]
+
+
+def shown_files(item: ExamItem) -> tuple[str, dict[str, list[str]]]:
+    """``(field, {"text": [paths], "image": [paths]})``: the files that show an item, relative to its dataset folder."""
+    if isinstance(item, AuditItem):
+        assets = item.assets
+        return "assets", {"text": [assets.text] if assets.text else [], "image": [assets.image] if assets.image else []}
+    mods = item.modalities
+    return "modalities", {"text": [mods.text] if mods.text else [], "image": list(mods.image)}
+
+
+def resolve_asset(base_dir: str | Path, rel: str, error: type[EcgTraceError] = DatasetFormatError) -> Path:
+    """The file an asset path names, relative to the dataset folder ``base_dir``; refused when it leaves that folder."""
+    try:
+        return safe_join(base_dir, rel)
+    except EcgTraceError:
+        raise error(f"asset {rel!r} resolves outside the dataset folder {base_dir}") from None
+
+
+def check_modality(item: ExamItem | dict[str, Any], base_dir: str | Path, modality: str) -> None:
+    """Refuse, before any model call, an item that cannot be shown in ``modality``.
+
+    An item's own ``messages`` (QA) decide; otherwise every asset the modality
+    needs must be named and exist inside the dataset folder.
+    """
+    it = exam_item(item)
+    error = _error(it)
+    if modality not in EXAM_MODALITIES:
+        raise error(f"unknown modality {modality!r} (choose from {', '.join(EXAM_MODALITIES)})")
+    prebuilt = it.messages if isinstance(it, QAItem) else None
+    if isinstance(prebuilt, list) and prebuilt:
+        return
+    if isinstance(prebuilt, dict):
+        for name in assets_needed(modality):
+            if not prebuilt.get(name):
+                raise error(f"item {it.id!r} has no messages.{name}, needed for --modality {modality}")
+        return
+    field, files = shown_files(it)
+    for name in assets_needed(modality):
+        if not files[name]:
+            raise error(f"item {it.id!r} has no {field}.{name}, needed for --modality {modality}")
+        for rel in files[name]:
+            if not resolve_asset(base_dir, rel, error).is_file():
+                raise error(f"item {it.id!r}: {field}.{name} file not found: {Path(base_dir) / rel}")
+
+
+@lru_cache(maxsize=64)
+def _data_uri(path: str, mtime_ns: int, size: int) -> str:
+    mime = "image/png" if path.lower().endswith(".png") else "image/jpeg"
+    return f"data:{mime};base64,{base64.b64encode(Path(path).read_bytes()).decode('ascii')}"
+
+
+@lru_cache(maxsize=64)
+def _text(path: str, mtime_ns: int, size: int) -> str:
+    return Path(path).read_text(encoding="utf-8")
+
+
+def image_data_uri(path: Path) -> str:
+    """A PNG/JPEG file as a data URI (cached: items share display windows; a rewritten file is read again)."""
+    stat = path.stat()
+    return _data_uri(str(path), stat.st_mtime_ns, stat.st_size)
+
+
+def asset_text(path: Path) -> str:
+    """A text asset's content (cached like :func:`image_data_uri`)."""
+    stat = path.stat()
+    return _text(str(path), stat.st_mtime_ns, stat.st_size)
+
+
+def ecg_intro(record: Any, window: Any) -> str:
+    """``ECG record 100 from 5 s to 15 s, leads MLII, V1, sampled at 360 Hz.``"""
+    rec = record.to_json() if hasattr(record, "to_json") else (record or {})
+    win = window.model_dump() if hasattr(window, "model_dump") else window
+    where = f" from {win['t0_s']:g} s to {win['t1_s']:g} s" if win else ""
+    return f"ECG record {rec.get('id', '?')}{where}, leads {', '.join(rec.get('leads') or [])}, sampled at {rec.get('fs_hz', 0):g} Hz."
+
+
+# ------------------------------------------------------------------ messages
+
+@dataclass(frozen=True)
+class Layout:
+    """How one kind of request shows the ECG and the question.
+
+    Attributes:
+        system_prompt: the system message (None: no system message).
+        intro: start with :func:`ecg_intro` (which record, window, leads, rate).
+        signal_label: the line above the signal as text.
+        signal_joins: separator that appends the (first) signal text to the text before it
+            (the intro, or the prompt when ``prompt_first``) instead of a part of its own; None keeps it apart.
+        prompt_first: the question comes before the ECG (stored datasets) instead of after it.
+        inline_images: images as data URIs (sent now) or as their relative paths (stored, inlined when sent).
+        text_as_string: a first message that is all text becomes one string (content parts cost the SDK ~3x more CPU).
+    """
+
+    system_prompt: str | None
+    intro: bool = True
+    signal_label: str = "Signal as text:"
+    signal_joins: str | None = None
+    prompt_first: bool = False
+    inline_images: bool = True
+    text_as_string: bool = False
+
+
+#: The reasoning audit: a conversation; the ECG rides on the first user message.
+AUDIT = Layout(
+    system_prompt=("You are a cardiologist reading an electrocardiogram (ECG). You will be asked a series of "
+                   "multiple-choice questions about the ECG shown in the first message. Answer each question with "
+                   "the letter of your choice followed by the option text, for example 'B. No'."),
+    signal_joins="\n", text_as_string=True)
+#: QA items without messages of their own: one request per item.
+QA = Layout(system_prompt=("You are a cardiologist reading a Holter electrocardiogram (ECG). Answer the question about the ECG "
+                           "shown in this message. Times are in milliseconds from the recording start unless stated otherwise."))
+#: The messages a dataset stores in its items (``qa.jsonl``), one list per modality.
+DATASET = Layout(system_prompt=None, intro=False, signal_label="ECG signal (text):", signal_joins="\n\n", prompt_first=True,
+                 inline_images=False)
+
+
+def ecg_parts(layout: Layout, base_dir: str | Path, modality: str, *, texts: list[str], images: list[str], intro: str | None,
+              lead: str | None = None) -> list[dict[str, Any]]:
+    """OpenAI content parts that show the ECG in ``modality``.
+
+    Args:
+        texts, images: asset paths relative to ``base_dir`` (read only when ``modality`` shows them).
+        intro: the ECG intro line (used when the layout has one).
+        lead: text that comes before the ECG (the question, in ``prompt_first`` layouts).
+    """
+    signals = [f"{layout.signal_label}\n{asset_text(resolve_asset(base_dir, rel))}" for rel in texts] if modality in ("text", "both") else []
+    head = [lead] if lead is not None else []
+    if layout.intro and intro is not None:
+        head.append(intro)
+    if layout.signal_joins is not None and signals and head:
+        head[-1] = f"{head[-1]}{layout.signal_joins}{signals.pop(0)}"
+    parts: list[dict[str, Any]] = [{"type": "text", "text": text} for text in [*head, *signals]]
+    for rel in images if modality in ("image", "both") else []:
+        url = image_data_uri(resolve_asset(base_dir, rel)) if layout.inline_images else rel
+        parts.append({"type": "image_url", "image_url": {"url": url}})
+    return parts
+
+
+def request_messages(layout: Layout, base_dir: str | Path, modality: str, *, texts: list[str], images: list[str],
+                     intro: str | None, prompt: str, history: list[dict[str, Any]] | tuple = ()) -> list[dict[str, Any]]:
+    """Chat messages: [system], the first user message (ECG + first question), the text history, this question.
+
+    ``texts``, ``images`` and ``intro`` are as for :func:`ecg_parts`; ``prompt`` is
+    this turn's question; ``history`` the plain-text conversation so far
+    (``{"role", "content"}`` pairs); the ECG goes with its first message.
+    """
+    turns = [*history, {"role": "user", "content": prompt}]
+    first = str(turns[0]["content"])
+    parts = ecg_parts(layout, base_dir, modality, texts=texts, images=images, intro=intro, lead=first if layout.prompt_first else None)
+    if not layout.prompt_first:
+        parts.append({"type": "text", "text": first})
+    content: Any = parts
+    if layout.text_as_string and all(p["type"] == "text" for p in parts):
+        content = "\n\n".join(p["text"] for p in parts)
+    messages = [{"role": "system", "content": layout.system_prompt}] if layout.system_prompt else []
+    return [*messages, {"role": "user", "content": content}, *turns[1:]]
+
+
+def ecg_content(item: ExamItem | dict[str, Any], base_dir: str | Path, modality: str, *, layout: Layout) -> list[dict[str, Any]]:
+    """The content parts that show ``item``'s ECG in ``layout`` (the first user message without its question)."""
+    it = exam_item(item)
+    _, files = shown_files(it)
+    return ecg_parts(layout, base_dir, modality, texts=files["text"], images=files["image"], intro=ecg_intro(it.record, it.window))
+
+
+def build_messages(item: ExamItem | dict[str, Any], base_dir: str | Path, modality: str, *, layout: Layout, prompt: str,
+                   history: list[dict[str, Any]] | tuple = ()) -> list[dict[str, Any]]:
+    """OpenAI chat messages that show ``item`` in ``modality`` and ask ``prompt``.
+
+    A QA item's own ``messages`` win (:func:`own_messages`); otherwise the
+    request is built from the item's asset files in ``layout``.
+    """
+    it = exam_item(item)
+    if isinstance(it, QAItem):
+        own = own_messages(it, base_dir, modality)
+        if own is not None:
+            return own
+    _, files = shown_files(it)
+    return request_messages(layout, base_dir, modality, texts=files["text"], images=files["image"],
+                            intro=ecg_intro(it.record, it.window), prompt=prompt, history=history)
+
+
+def own_messages(item: QAItem, base_dir: str | Path, modality: str) -> list[dict[str, Any]] | None:
+    """The messages a QA item carries, for ``modality``; None when it carries none for it.
+
+    A dict keyed by modality (``{"text": [...], "image": [...]}``, as the
+    dataset writes it; ``both`` = the text messages plus the image parts), or a
+    list (image parts dropped for ``text``; the part holding the item's signal
+    text asset dropped for ``image``). Image URLs that are paths relative to the
+    dataset folder become data URIs. The item is never modified.
+    """
+    own = item.messages
+    if isinstance(own, dict) and (own.get(modality) or (modality == "both" and own.get("text") and own.get("image"))):
+        if modality != "both":
+            return _inline_images(copy.deepcopy(own[modality]), base_dir)
+        chosen = copy.deepcopy(own["text"])
+        images = [p for m in own["image"] if isinstance(m.get("content"), list) for p in m["content"] if p.get("type") == "image_url"]
+        last = next(m for m in reversed(chosen) if m.get("role") == "user")
+        if isinstance(last["content"], str):
+            last["content"] = [{"type": "text", "text": last["content"]}]
+        last["content"] = [*last["content"], *copy.deepcopy(images)]
+        return _inline_images(chosen, base_dir)
+    if isinstance(own, list) and own:
+        return _inline_images(_only_shown(copy.deepcopy(own), modality, _signal_texts(item, base_dir)), base_dir)
+    return None
+
+
+def _signal_texts(item: QAItem, base_dir: str | Path) -> list[str]:
+    """The item's signal text assets that exist: what marks a signal part in its own messages."""
+    paths = [resolve_asset(base_dir, rel) for rel in shown_files(item)[1]["text"]]
+    return [text for text in (asset_text(p) for p in paths if p.is_file()) if text.strip()]
+
+
+def _only_shown(messages: list[dict[str, Any]], modality: str, signals: list[str]) -> list[dict[str, Any]]:
+    for message in messages:
+        content = message.get("content")
+        if not isinstance(content, list):
+            continue
+        kept = []
+        for part in content:
+            is_image = isinstance(part, dict) and part.get("type") == "image_url"
+            is_signal = isinstance(part, dict) and part.get("type") == "text" and any(s in str(part.get("text", "")) for s in signals)
+            if not ((modality == "text" and is_image) or (modality == "image" and is_signal)):
+                kept.append(part)
+        message["content"] = kept
+    return messages
+
+
+def _inline_images(messages: list[dict[str, Any]], base_dir: str | Path) -> list[dict[str, Any]]:
+    """Image parts whose URL is a path relative to the dataset folder become data URIs (the dataset writes paths)."""
+    for message in messages:
+        content = message.get("content")
+        for part in content if isinstance(content, list) else []:
+            url = (part.get("image_url") or {}).get("url") if isinstance(part, dict) and part.get("type") == "image_url" else None
+            if isinstance(url, str) and not url.startswith(("data:", "http://", "https://")):
+                path = resolve_asset(base_dir, url, QAFormatError)
+                if not path.is_file():
+                    raise QAFormatError(f"image {url!r} of a QA item not found under {base_dir}")
+                part["image_url"] = {**part["image_url"], "url": image_data_uri(path)}
+    return messages
+
+
+def dataset_messages(row: dict[str, Any], out_dir: str | Path, context_text: str | None = None) -> dict[str, Any]:
+    """The messages a dataset stores in an item, per modality: ``{"text": [...], "image": [...]}`` (None where absent).
+
+    Text messages hold the serialized signal inline; image messages hold
+    ``image_url`` parts whose URL is the relative asset path (inlined when the
+    item is asked). ``context_text`` (the per-hour summary of whole-record
+    items) is appended to the image prompt; the text asset already holds it.
+    """
+    prompt = dataset_prompt(row["question"], row.get("options"))
+    mods = row["modalities"]
+    texts = [mods["text"]] if mods.get("text") else []
+    images = list(mods.get("image") or [])
+    image_prompt = f"{prompt}\n\n{context_text}" if context_text else prompt
+    return {"text": request_messages(DATASET, out_dir, "text", texts=texts, images=[], intro=None, prompt=prompt) if texts else None,
+            "image": request_messages(DATASET, out_dir, "image", texts=[], images=images, intro=None, prompt=image_prompt) if images else None}
+
+
+def prompt_record(messages: list[dict[str, Any]]) -> str:
+    """What samples.jsonl keeps of a request: the last user message's text (images as ``[image]``), capped.
+
+    The ECG as text can be tens of kB per item; only its first characters are
+    kept (the dataset holds the rest), so the run log stays small.
+    """
+    user = next((m for m in reversed(messages) if m.get("role") == "user"), {"content": ""})
+    content = user.get("content")
+    if isinstance(content, list):
+        text = "\n".join(p.get("text", "") if p.get("type") == "text" else "[image]" for p in content if isinstance(p, dict))
+    else:
+        text = str(content or "")
+    if len(text) > PROMPT_KEEP_CHARS:
+        text = text[:PROMPT_KEEP_CHARS] + f"\n[... {len(text) - PROMPT_KEEP_CHARS} more characters of the request not stored]"
+    return text

@@ -1,0 +1,94 @@
+"""The run loop both examinations share: skip finished samples, a bounded pool of workers, append each once, results.
+
+The reasoning audit (:mod:`ecgtrace.graphs.audit_runner`, which drives the
+graph) and the QA runner (:mod:`ecgtrace.agents.exam.qa_runner`) differ only in
+how one sample is examined; everything around it is here. A sample is appended
+to ``samples.jsonl`` (fsynced, off the event loop, one appender at a time) only
+when it is finished, so a rerun skips it and nothing is lost or counted twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import Any, TypeVar
+
+ItemT = TypeVar("ItemT")
+
+
+def item_id(item: Any) -> str:
+    """The id of a contract item or of its plain JSON."""
+    return item["id"] if isinstance(item, dict) else item.id
+
+
+def worker_count(examinee: Any, concurrency: int) -> int:
+    """Samples in flight at once: ``concurrency``, or 1 for an examinee a person answers."""
+    return 1 if getattr(examinee, "interactive", False) else max(1, int(concurrency))
+
+
+async def drain(items: Iterable[ItemT], handle: Callable[[ItemT], Awaitable[None]], workers: int) -> None:
+    """Run ``handle(item)`` for every item with at most ``workers`` in flight.
+
+    On any error (or a cancellation such as Ctrl-C) the other workers are
+    cancelled and awaited before the error propagates, so no task outlives the
+    run and every sample already appended stays on disk.
+    """
+    queue: asyncio.Queue[ItemT] = asyncio.Queue()
+    for item in items:
+        queue.put_nowait(item)
+
+    async def worker() -> None:
+        while True:
+            try:
+                item = queue.get_nowait()
+            except asyncio.QueueEmpty:
+                return
+            await handle(item)
+
+    tasks = [asyncio.create_task(worker()) for _ in range(min(max(1, workers), queue.qsize()))]
+    try:
+        await asyncio.gather(*tasks)
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+
+
+async def examine(run: Any, items: Sequence[ItemT], examine_one: Callable[[ItemT], Awaitable[dict[str, Any]]], *, workers: int,
+                  on_sample: Callable[[dict[str, Any]], None] | None = None,
+                  after_append: Callable[[ItemT], Awaitable[None]] | None = None) -> None:
+    """Examine every item of ``items`` not yet finished in ``run`` and append its sample row.
+
+    Args:
+        run: the open :class:`ecgtrace.runlog.RunDir`.
+        examine_one: ``await examine_one(item)`` -> the finished sample's row.
+        workers: samples in flight (see :func:`worker_count`).
+        on_sample: called with each row appended (progress).
+        after_append: awaited once a row is safely on disk (the audit drops the sample's checkpoints then).
+    """
+    finished = run.finished_ids()
+    todo = [item for item in items if item_id(item) not in finished]
+    append_lock = asyncio.Lock()  # one appender at a time; the fsync runs off the event loop
+
+    async def handle(item: ItemT) -> None:
+        row = await examine_one(item)
+        async with append_lock:
+            appended = await asyncio.to_thread(run.append_sample, row)
+        if appended and on_sample is not None:
+            on_sample(row)
+        if after_append is not None:
+            await after_append(item)
+
+    await drain(todo, handle, workers)
+
+
+def write_results(run: Any, items: Sequence[Any], summarize: Callable[[list[dict[str, Any]]], dict[str, Any]],
+                  **extra: Any) -> dict[str, Any]:
+    """Metrics over the finished samples of ``items`` (``summarize(rows)``), written atomically to results.json."""
+    wanted = {item_id(it) for it in items}
+    rows = [r for r in run.samples() if r["id"] in wanted]
+    results = {**extra, "run_id": run.run_id, "n_items": len(items), "n_finished": len(rows), "complete": len(rows) == len(items),
+               **summarize(rows)}
+    run.write_results(results)
+    return results
