@@ -5,14 +5,14 @@ Used by :mod:`ecgtrace.rubrics.diagnosis_schema`; every error names the file, th
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ecgtrace.errors import RubricError
 from ecgtrace.rubrics.diagnosis_features import DECISION_FEATURE
 from ecgtrace.rubrics.loading import read_yaml, rubric_error
 
-if TYPE_CHECKING:  # pragma: no cover
-    from ecgtrace.rubrics.diagnosis_schema import DiagnosisGraph
+#: A :class:`ecgtrace.rubrics.diagnosis_schema.DiagnosisGraph` (not imported: that module imports this one).
+DiagnosisGraph = Any
 
 Problem = tuple[tuple[Any, ...], str]
 DIAGNOSE = "diagnose"
@@ -20,12 +20,12 @@ RULE_OUT = "rule_out"
 DECISIONS = (DIAGNOSE, RULE_OUT)
 
 
-def _successors(graph: "DiagnosisGraph", cid: str) -> list[str]:
+def _successors(graph: DiagnosisGraph, cid: str) -> list[str]:
     crit = graph.criteria[cid]
     return [t for t in (crit.if_present, crit.if_absent) if t in graph.criteria]
 
 
-def reachability_problems(graph: "DiagnosisGraph") -> list[Problem]:
+def reachability_problems(graph: DiagnosisGraph) -> list[Problem]:
     problems: list[Problem] = []
     # cycles: iterative DFS with colours
     colour: dict[str, int] = {}
@@ -82,7 +82,7 @@ def diagnosis_references(node: Any, loc: tuple[Any, ...] = ()) -> list[tuple[tup
     return out
 
 
-def check_references(graphs: dict[str, "DiagnosisGraph"]) -> None:
+def check_references(graphs: dict[str, DiagnosisGraph]) -> None:
     """Every named diagnosis exists in the same folder, and no graph reaches itself through them."""
     edges: dict[str, set[str]] = {}
     for gid, graph in graphs.items():
