@@ -35,6 +35,7 @@ COMMANDS: tuple[str, ...] = (
     "report",
     "debug",
     "bias",
+    "probe",
 )
 
 

@@ -72,9 +72,10 @@ class Canvas:
 
     # ------------------------------------------------------------------ reading
 
-    def template(self, cls: str, pre: int, post: int, exclude: set[int] = frozenset()) -> Template | None:  # type: ignore[assignment]
-        """Median beat of class ``cls`` (beats in ``exclude`` left out) over ``[r - pre, r + post]``."""
-        rs = np.array([round(r) for k, (r, c) in enumerate(zip(self.r, self.cls)) if c == cls and k not in exclude], dtype=np.int64)
+    def template(self, cls: str, pre: int, post: int, exclude: set[int] = frozenset(), only: list[int] | None = None) -> Template | None:  # type: ignore[assignment]
+        """Median beat of class ``cls`` (beats in ``exclude`` left out; ``only``: just these beats) over ``[r - pre, r + post]``."""
+        rs = np.array([round(r) for k, (r, c) in enumerate(zip(self.r, self.cls)) if c == cls and k not in exclude and (only is None or k in only)],
+                      dtype=np.int64)
         return median_template(self.x, self.base, rs, pre, post, self.fs, cls)
 
     def gain(self, template: Template, beats: list[int]) -> np.ndarray:

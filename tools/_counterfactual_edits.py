@@ -43,14 +43,39 @@ def normal_rr(c: Canvas, exclude: set[int]) -> float:
     """Median RR (samples) between consecutive normal beats, none of them in ``exclude``."""
     rrs = [c.r[k + 1] - c.r[k] for k in range(len(c.r) - 1)
            if c.cls[k] == "N" and c.cls[k + 1] == "N" and k not in exclude and k + 1 not in exclude]
+    if len(rrs) < 2:  # bigeminy: no two normal beats in a row; a compensatory pause spans two sinus RRs
+        rrs = [(c.r[k + 1] - c.r[k - 1]) / 2.0 for k in range(1, len(c.r) - 1) if c.cls[k] != "N" and c.cls[k - 1] == c.cls[k + 1] == "N"]
     if len(rrs) < 2:
         raise EditImpossible("fewer than 2 RR intervals between normal beats to learn the sinus rhythm from")
     return float(np.median(rrs))
 
 
+#: A beat lends its cycle to the median normal beat only when the beat before it is this much further away than
+#: the cycle's start (its T wave has ended), and the beat after it this much further than the cycle's end.
+CLEAR_BEFORE_S, CLEAR_AFTER_S = 0.35, 0.12
+
+
 def normal_template(c: Canvas, rr: float, exclude: set[int]) -> Template:
+    """The median normal beat over the cycles of normal beats whose neighbours do not reach into them.
+
+    In bigeminy every normal beat is followed early by an ectopic one: the
+    cycle is then shortened to end before the typical next beat.
+    """
     pre_s, post_s = cycle_bounds_s(rr / c.fs)
-    template = c.template("N", c.samples(pre_s), c.samples(post_s), exclude)
+    pre, post = c.samples(pre_s), c.samples(post_s)
+    cands = [k for k, cls in enumerate(c.cls) if cls == "N" and k not in exclude]
+
+    def clear(k: int, pre: int, post: int) -> bool:
+        return ((k == 0 or c.r[k] - c.r[k - 1] >= pre + c.samples(CLEAR_BEFORE_S))
+                and (k == len(c.r) - 1 or c.r[k + 1] - c.r[k] >= post + c.samples(CLEAR_AFTER_S)))
+
+    ok = [k for k in cands if clear(k, pre, post)]
+    if len(ok) < 2:
+        nexts = [c.r[k + 1] - c.r[k] for k in cands if k + 1 < len(c.r)]
+        if nexts:
+            post = int(min(post, float(np.median(nexts)) - c.samples(CLEAR_AFTER_S)))
+            ok = [k for k in cands if clear(k, pre, post)]
+    template = c.template("N", pre, post, exclude, only=ok) if post > c.samples(0.2) else None
     if template is None or template.n_beats < 2:
         raise EditImpossible("fewer than 2 normal beats wholly inside the window to learn the median normal beat from")
     return template
@@ -233,6 +258,47 @@ def add_p_waves(c: Canvas, p_template: Template) -> int:
         c.add(p_template, r)
         n += 1
     return n
+
+
+#: Atrial activity (f or flutter waves) lies in this band (Hz); it is taken out of the stretches between QRS complexes.
+ATRIAL_BAND_HZ = (3.0, 12.0)
+#: Half-width (s) around each R peak left as it is when atrial activity is taken out (the QRS and its slopes).
+QRS_GUARD_S = 0.08
+
+
+def clear_atrial_activity(c: Canvas) -> int:
+    """Take the fibrillatory (or flutter) waves out of the baseline between QRS complexes; the number of beats kept in place.
+
+    The waves are the signal minus the baseline and each beat's median QRS-T
+    (:func:`normal_template` over the window's normal beats, which averages the
+    unsynchronized waves out), band-passed to :data:`ATRIAL_BAND_HZ`. They are
+    removed between each beat's T wave end and the next QRS (the TQ stretch,
+    where they show), with tapered edges; under the QRS-T they are left.
+    """
+    from scipy.signal import butter, sosfiltfilt
+
+    rr = normal_rr(c, set())
+    template = normal_template(c, rr, set())
+    beats = _neighbours(c, [k for k, cls in enumerate(c.cls) if cls == "N"], template)
+    resid = c.x - c.base - c.placed(beats, 0, c.n)
+    sos = butter(2, ATRIAL_BAND_HZ, btype="band", fs=c.fs, output="sos")
+    atrial = sosfiltfilt(sos, resid, axis=0)
+    keep = np.ones(c.n)
+    guard, edge = c.samples(QRS_GUARD_S), c.edge()
+    t_end = active_extent(template)[1] + edge
+    ramp = 0.5 - 0.5 * np.cos(np.pi * np.arange(edge) / max(edge, 1))
+    for k, r in enumerate(c.r):
+        nxt = c.r[k + 1] if k + 1 < len(c.r) else c.n + guard
+        a, b = int(round(r)) - guard, int(round(min(r + t_end, nxt - guard)))
+        keep[max(0, a) : min(c.n, b)] = 0.0
+        lo, hi = max(0, a - edge), min(c.n, b + edge)
+        if a - edge >= 0:
+            keep[lo:a] = np.minimum(keep[lo:a], ramp[::-1][: a - lo])
+        if b + edge <= c.n:
+            keep[b:hi] = np.minimum(keep[b:hi], ramp[: hi - b])
+    c.x -= atrial * keep[:, None]
+    c.spans.append((0, c.n))
+    return len(c.r)
 
 
 def p_part(full: Template, r_minus_qrs_on: int, fs_hz: float) -> Template:

@@ -216,13 +216,20 @@ def remove_p_waves(window: SignalWindow, beat_samples: Any, beat_classes: Any, p
 
 
 @_guard
-def restore_p_waves(window: SignalWindow, beat_samples: Any, beat_classes: Any, p_template: Template, *, seed: int = 0) -> Edited:
-    """Add ``p_template`` (a P wave aligned on its beat's R, from :func:`p_wave_template`) before every non-ventricular QRS."""
+def restore_p_waves(window: SignalWindow, beat_samples: Any, beat_classes: Any, p_template: Template, *, clear_atrial: bool = True,
+                    seed: int = 0) -> Edited:
+    """Add ``p_template`` (a P wave aligned on its beat's R, from :func:`p_wave_template`) before every non-ventricular QRS.
+
+    ``clear_atrial``: first take the fibrillatory or flutter waves out of the
+    baseline between the QRS complexes (an AF window's counterfactual is sinus
+    rhythm: P waves on a quiet baseline).
+    """
     c, kept = _canvas(window, beat_samples, beat_classes, seed)
+    cleared = ce.clear_atrial_activity(c) if clear_atrial else 0
     n = ce.add_p_waves(c, p_template)
     if not n:
         raise CounterfactualError("no beat with room for a P wave")
-    return _finish(c, kept, "restore_p_waves", seed, p_waves_added=n)
+    return _finish(c, kept, "restore_p_waves", seed, p_waves_added=n, atrial_waves_cleared=bool(cleared))
 
 
 @_guard
@@ -276,8 +283,8 @@ def p_wave_template(window: SignalWindow, beat_samples: Any, beat_classes: Any, 
     fs = float(window.fs_hz)
     r = samples[inside] - window.sampfrom
     rr = float(np.median(np.diff(samples[inside]))) / fs if inside.sum() > 1 else 0.8
-    pre = int(round(min(0.30, 0.40 * rr) * fs))
-    full = median_template(x, baseline(x, fs), r, pre, int(round(0.02 * fs)), fs, "P")
+    pre_s, post_s = ce.cycle_bounds_s(rr)
+    full = median_template(x, baseline(x, fs), r, int(round(pre_s * fs)), int(round(post_s * fs)), fs, "P")
     if full is None:
         raise CounterfactualError("no normal beat wholly inside the window to learn a P wave from")
     return ce.p_part(full, int(np.median(samples[inside] - on[inside])), fs)

@@ -28,6 +28,7 @@ and is seeded by the item id. An item that gets no edit of a kind says why
 
 from __future__ import annotations
 
+import dataclasses
 import zlib
 from dataclasses import dataclass
 from typing import Any
@@ -101,14 +102,23 @@ class Draft:
     edited: cf.Edited
     evidence: list[int]  # indices into the source's ctx beats the edit is about
     meant: str
+    may_become: dict[str, tuple[str, ...]] | None = None  # class changes the edit implies (see _signal.confirm)
+
+    def reclassify(self, classes: dict[int, str]) -> None:
+        """Adopt the pipeline's classes for the beats whose class the edit changed (indices after the edit)."""
+        if classes:
+            new = self.edited.beat_classes.copy()
+            for i, cls in classes.items():
+                new[int(i)] = cls
+            self.edited = dataclasses.replace(self.edited, beat_classes=new)
 
 
 def _seed(src: Source, kind: str, seed: int) -> int:
     return int(src.rng(kind, seed).integers(2**31))
 
 
-def remove(src: Source, others: list[Source], seed: int) -> Draft:
-    """The ``remove`` edit of one item (table in the module docstring)."""
+def remove(src: Source, lenders: Lenders, seed: int) -> Draft:
+    """The ``remove`` edit of one item (table in the module docstring); ``lenders`` give P waves and narrow beats."""
     dx, label = src.item["diagnosis"], bool(src.item["label"])
     samples, classes = src.ctx_beats()
     inside = src.in_window()
@@ -129,7 +139,8 @@ def remove(src: Source, others: list[Source], seed: int) -> Draft:
         return Draft("remove", cf.shorten_pr(src.ctx, samples, classes, m["p_on"], m["p_off"], m["qrs_on"], target_pr_ms=NORMAL_PR_MS, seed=s), [],
                      f"PR shortened to {NORMAL_PR_MS:g} ms")
     if dx == "af" and label:
-        return Draft("remove", cf.restore_p_waves(src.ctx, samples, classes, _sinus_p_wave(src, others), seed=s), [], "P waves restored")
+        return Draft("remove", cf.restore_p_waves(src.ctx, samples, classes, _sinus_p_wave(src, lenders), seed=s), [], "P waves restored",
+                     may_become={"N": ("S",)})  # an early beat with a P wave is a premature atrial beat
     if dx == "af" and not label and (src.features.features.get("rr_irregularity_pct") or 0) > 10:
         m = beat_marks(src.ctx, samples)
         return Draft("remove", cf.remove_p_waves(src.ctx, samples, classes, m["p_on"], m["p_off"], seed=s), [], "P waves removed")
@@ -137,37 +148,41 @@ def remove(src: Source, others: list[Source], seed: int) -> Draft:
         m = beat_marks(src.ctx, samples)
         return Draft("remove", cf.flatten_st(src.ctx, samples, classes, m["qrs_on"], m["qrs_off"], seed=s), [], "ST segment brought to baseline")
     if dx in WIDE_DIAGNOSES and label:
-        narrow = _narrow_beat(src, others)
+        narrow = _narrow_beat(src, lenders)
         return Draft("remove", cf.replace_beats(src.ctx, samples, classes, inside, template=narrow, seed=s), [], "wide beats replaced by a narrow beat")
-    raise Skip(f"no_remove_edit:{dx}:{'present' if label else 'absent'}")
+    raise Skip(f"not_applicable:no_remove_edit:{dx}:{'present' if label else 'absent'}")
 
 
-def _lender(src: Source, others: list[Source], wanted: Any, what: str) -> Source:
-    same = [o for o in others if o.item["record"]["path"] == src.item["record"]["path"] and o.item["id"] != src.item["id"] and wanted(o)]
-    if not same:
-        raise Skip(f"no_{what}_elsewhere_in_record")
-    return sorted(same, key=lambda o: o.item["id"])[0]
+@dataclass
+class Lenders:
+    """Other windows of the dataset, by the features the builder stored with them; opened (``make``) only when lent from."""
+
+    pool: list[dict[str, Any]]
+    make: Any  # item -> Source
+
+    def lend(self, src: Source, wanted: Any, what: str) -> Source:
+        same = sorted((it for it in self.pool if it["record"]["path"] == src.item["record"]["path"] and it["id"] != src.item["id"]
+                       and wanted(it["provenance"]["params"].get("features") or {})), key=lambda it: it["id"])
+        if not same:
+            raise Skip(f"no_{what}_elsewhere_in_record")
+        return self.make(same[0])
 
 
-def _sinus_p_wave(src: Source, others: list[Source]) -> Any:
-    donor = _lender(src, others, lambda o: (o.features.features.get("p_wave_present_pct") or 0) >= SINUS_P_PCT, "sinus_p_wave")
+def _sinus_p_wave(src: Source, lenders: Lenders) -> Any:
+    donor = lenders.lend(src, lambda f: (f.get("p_wave_present_pct") or 0) >= SINUS_P_PCT and (f.get("rr_irregularity_pct") or 0) < 10, "sinus_p_wave")
     samples, classes = donor.ctx_beats()
     m = beat_marks(donor.ctx, samples)
     return cf.p_wave_template(donor.ctx, samples, classes, m["qrs_on"])
 
 
-def _narrow_beat(src: Source, others: list[Source]) -> Any:
-    donor = _lender(src, others, lambda o: (o.features.features.get("qrs_ms") or 1e9) <= NARROW_QRS_MS, "narrow_beat")
+def _narrow_beat(src: Source, lenders: Lenders) -> Any:
+    donor = lenders.lend(src, lambda f: (f.get("qrs_ms") or 1e9) <= NARROW_QRS_MS, "narrow_beat")
     samples, classes = donor.ctx_beats()
     return cf.median_beat(donor.ctx, samples, classes)
 
 
-def _wave_question(item: dict[str, Any]) -> dict[str, Any] | None:
-    for loop in item["loops"]:
-        for g in loop["grounding"]:
-            if g["kind"] == "wave":
-                return g
-    return None
+def _wave_questions(item: dict[str, Any]) -> list[dict[str, Any]]:
+    return [g for loop in item["loops"] for g in loop["grounding"] if g["kind"] == "wave"]
 
 
 def move(src: Source, seed: int) -> Draft:
@@ -177,20 +192,24 @@ def move(src: Source, seed: int) -> Draft:
 
     dx = src.item["diagnosis"]
     if dx not in MOVABLE or not src.item["label"]:
-        raise Skip(f"no_move_edit:{dx}:{'present' if src.item['label'] else 'absent'}")
+        raise Skip(f"not_applicable:no_move_edit:{dx}:{'present' if src.item['label'] else 'absent'}")
     samples, classes = src.ctx_beats()
     inside = src.in_window()
-    ectopic = [k for k in inside if classes[k] != "N"]
-    premature = [b for b in src.features.beats if b["premature"]]
-    if len(ectopic) != 1 or classes[ectopic[0]] != MOVABLE[dx] or len(premature) != 1:
-        raise Skip("move_needs_exactly_one_ectopic_beat")
-    question = _wave_question(src.item)
-    if question is None:
+    questions = _wave_questions(src.item)
+    if not questions:
         raise Skip("no_wave_question_to_localize")
-    spans = [option_range_s(o) for o in question["options"]]
+    answer = option_range_s(questions[0]["answer"])
     fs = src.info.fs_hz
     facts = {int(round(b["r_s"] * fs)): b for b in src.features.beats}
-    s = ectopic[0]
+    hit = [k for k in inside if answer and answer[0] <= samples[k] / fs <= answer[1]]
+    if len(hit) != 1 or classes[hit[0]] != MOVABLE[dx]:
+        raise Skip("wave_answer_is_not_one_ectopic_beat")
+    s = hit[0]
+    if not (0 < s < len(classes) - 1 and classes[s - 1] == classes[s + 1] == "N"):
+        raise Skip("ectopic_beat_not_between_normal_beats")
+    # every wave question about this beat must offer the new place, so each can follow it
+    about = [[option_range_s(o) for o in g["options"]] for g in questions
+             if (span := option_range_s(g["answer"])) and span[0] <= samples[s] / fs <= span[1]]
     candidates = []
     for k in inside:
         if abs(k - s) < 3 or classes[k] != "N" or k - 1 < 0 or k + 1 >= len(classes) or classes[k - 1] != "N" or classes[k + 1] != "N":
@@ -199,7 +218,7 @@ def move(src: Source, seed: int) -> Draft:
         if beat is None or beat["premature"]:
             continue
         a, b = _beat_span(beat)
-        if any(sp and sp[0] <= (a + b) / 2 <= sp[1] for sp in spans):
+        if all(any(sp and sp[0] <= (a + b) / 2 <= sp[1] for sp in spans) for spans in about):
             candidates.append(k)
     if not candidates:
         raise Skip("no_decoy_beat_to_move_to")

@@ -118,7 +118,8 @@ def _nearest(samples: np.ndarray, at: int, tol: int) -> int | None:
 
 
 def confirm(before_window: SignalWindow, after_window: SignalWindow, before: tuple[np.ndarray, np.ndarray], after: tuple[np.ndarray, np.ndarray],
-            origin: np.ndarray, evidence: list[int], changed_spans: list[tuple[int, int]], valid_to: int) -> tuple[str | None, dict[str, Any]]:
+            origin: np.ndarray, evidence: list[int], changed_spans: list[tuple[int, int]], judged: tuple[int, int],
+            may_become: dict[str, tuple[str, ...]] | None = None) -> tuple[str | None, dict[str, Any]]:
     """Does the pipeline see the edit as intended? ``(reason it does not, or None; details)``.
 
     ``before`` / ``after``: the ground-truth beats (absolute samples, classes)
@@ -128,11 +129,16 @@ def confirm(before_window: SignalWindow, after_window: SignalWindow, before: tup
     of the context edges: on the original, the pipeline finds every evidence
     beat with its class; on the edited window it finds every beat, none extra
     inside the changed spans, gives each added beat its intended class and
-    every other beat the class it gave that beat on the original.
+    every other beat the class it gave that beat on the original. Judged are
+    the beats in ``judged`` (absolute samples: the item's window and
+    :data:`EDGE_S` around it, never the context's far ends, where the detector
+    restarts). ``may_become`` lists class changes the edit implies (restored
+    P waves make an early beat an S beat): those are taken from the pipeline
+    and reported in ``details["reclassified"]`` (after-beat index -> class).
     """
     fs = float(before_window.fs_hz)
     tol, edge = int(round(MATCH_MS * fs / 1000.0)), int(round(EDGE_S * fs))
-    lo, hi = before_window.sampfrom + edge, min(before_window.sampto, valid_to) - edge
+    lo, hi = max(before_window.sampfrom + edge, judged[0] - edge), min(before_window.sampto - edge, judged[1] + edge)
     p0, p1 = pipeline_beats(before_window), pipeline_beats(after_window)
     details: dict[str, Any] = {"pipeline": p1.provenance, "n_detected_before": int(p0.samples.size), "n_detected_after": int(p1.samples.size)}
     for k in evidence:
@@ -154,6 +160,9 @@ def confirm(before_window: SignalWindow, after_window: SignalWindow, before: tup
             j0 = _nearest(p0.samples, int(before[0][origin[i]]), tol)
             want = str(p0.classes[j0]) if j0 is not None else None
         if want is not None and p1.classes[j] != want:
+            if origin[i] >= 0 and str(p1.classes[j]) in (may_become or {}).get(want, ()):
+                details.setdefault("reclassified", {})[str(i)] = str(p1.classes[j])
+                continue
             what = "edited_beat" if origin[i] < 0 else "other_beat"
             return f"pipeline_{what}_class:{want}->{p1.classes[j]}", details
     truth = np.asarray(after[0])

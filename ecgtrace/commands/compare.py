@@ -29,6 +29,8 @@ def run(args: argparse.Namespace) -> int:
     kind_b = header_b["kind"]
     if kind_a != kind_b:
         raise RunError(f"cannot compare a {kind_a} run ({args.run_a}) with a {kind_b} run ({args.run_b})")
+    if kind_a == "probe":
+        raise RunError("compare reads audit and QA runs; a probe run pairs its own samples (see its results.json and report.html)")
     if kind_a == "qa":
         from ecgtrace.agents.exam.qa_results import compare_qa
 

@@ -4,7 +4,9 @@
 2. build the 12-task QA dataset and the audit items (``ecgtrace build``);
 3. run the reasoning audit and the QA scoring with the built-in examinees
    (oracle, random, prior) and, with ``--model``, a real endpoint;
-4. write HTML reports and print a summary.
+4. probe a few items with counterfactuals (``ecgtrace probe``: the evidence
+   removed, moved, swapped, or a control edit) to see whether answers follow the trace;
+5. write HTML reports and print a summary.
 
 Each step is the same code as its own command, so the demo is also the
 quickest way to see every command's output. Every step resumes: a second
@@ -20,6 +22,9 @@ from ecgtrace.contracts.vocabulary import EXAM_MODALITIES
 HELP = "Run the main job end to end on a built-in synthetic Holter record (synth, build, audit, QA scoring, reports)."
 
 BUILTIN_EXAMINEES = ("oracle", "random", "prior")
+#: The demo's counterfactual probe: a few originals (one per diagnosis or QA task and label) of these, so it stays quick.
+PROBE_ONLY = ("pvc", "pac", "sinus_pause", "first_degree_av_block", "closed_presence", "closed_count", "closed_timing")
+PROBE_ORIGINALS = 6
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -83,16 +88,25 @@ def run(args: argparse.Namespace) -> int:
         step(f"4. QA scoring: {model}", ["qa-eval", str(dataset / "qa.jsonl"), "--model", model, "--modality", args.modality,
                                         "--seed", str(args.seed), "--run", str(runs / f"qa-{name}"), "--quiet", "--skip-unavailable",
                                         *limit, *remote])
+        step(f"5. counterfactual probes: {model}", _probe_argv(dataset, out, runs, model, args, remote))
     for model in examinees:
-        for kind in ("audit", "qa"):
-            step(f"5. report: {kind} {model}", ["report", str(runs / f"{kind}-{_run_name(model)}"), "--max-images", str(args.max_images)])
+        for kind in ("audit", "qa", "probe"):
+            step(f"6. report: {kind} {model}", ["report", str(runs / f"{kind}-{_run_name(model)}"), "--max-images", str(args.max_images)])
 
-    _print_summary(console, runs, examinees)
+    _print_summary(console, runs, examinees, dataset, args.limit)
+    _print_probe_summary(console, runs, examinees)
     _print_timings(console, timings)
     focus = runs / f"audit-{_run_name(args.model or 'random')}" / "report.html"
     console.print(f"\nHTML report: [bold]{focus}[/]  (every run folder under {runs} has its own report.html)")
     console.print(f"Step through one sample: ecgtrace debug {focus.parent} --sample <id>")
     return 0
+
+
+def _probe_argv(dataset, out, runs, model: str, args: argparse.Namespace, remote: list[str]) -> list[str]:  # noqa: ANN001
+    """``ecgtrace probe`` on a few items; the counterfactual set is built once and shared by every examinee."""
+    return ["probe", str(dataset), "--model", model, "--modality", args.modality, "--seed", str(args.seed), "--run", str(runs / f"probe-{_run_name(model)}"),
+            "--probe-set", str(out / "probe-set"), "--only", ",".join(PROBE_ONLY), "--max-per-group", "1", "--originals", str(PROBE_ORIGINALS),
+            "--probe-seed", str(args.seed), "--quiet", *remote]
 
 
 def _run_name(model: str) -> str:
@@ -122,7 +136,26 @@ def _metric(block: dict, key: str) -> str:
     return f"{100 * value:.1f}%" if key != "depth" else f"{value:.2f}"
 
 
-def _print_summary(console, runs, examinees: list[str]) -> None:  # noqa: ANN001
+def _chance(dataset, limit: int | None) -> dict[str, float | None]:  # noqa: ANN001
+    """What a uniform random answerer scores on the items examined (the first ``limit``): IDA, GT-RDA, QA closed accuracy;
+    and how often "Further findings are required..." is a decision's answer (what always choosing that option scores)."""
+    import json
+
+    from ecgtrace.contracts.audit import DECISION_OPTIONS
+
+    audit = [json.loads(line) for line in (dataset / "audit.jsonl").read_text().splitlines() if line.strip()][:limit]
+    qa = [json.loads(line) for line in (dataset / "qa.jsonl").read_text().splitlines() if line.strip()][:limit]
+    decisions = [loop["decision"]["answer"] for item in audit for loop in item["loops"]]
+    closed = [1.0 / len(it["options"]) for it in qa if it.get("options")]
+    return {"ida": 0.5 if audit else None, "gt_rda": 1.0 / 3.0 if decisions else None, "qa_acc": sum(closed) / len(closed) if closed else None,
+            "further": sum(d == DECISION_OPTIONS[2] for d in decisions) / len(decisions) if decisions else None}
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.1f}%"
+
+
+def _print_summary(console, runs, examinees: list[str], dataset=None, limit: int | None = None) -> None:  # noqa: ANN001
     import json
 
     from rich.table import Table
@@ -138,11 +171,43 @@ def _print_summary(console, runs, examinees: list[str]) -> None:  # noqa: ANN001
         table.add_row(model, _metric(audit, "ida"), _metric(audit, "gt_rda"), _metric(audit, "completion"), _metric(audit, "depth"),
                       str(audit.get("n", "-")), _metric(qa, "closed_accuracy"),
                       "-" if score is None else f"{score:.1f}", str(qa.get("n", "-")))
+    chance = _chance(dataset, limit) if dataset is not None else None
+    if chance:
+        table.add_row("chance", _pct(chance["ida"]), _pct(chance["gt_rda"]), "-", "-", "", _pct(chance["qa_acc"]), "-", "", style="dim")
     console.print(table)
     console.print("Audit: IDA initial-answer accuracy, GT-RDA decision accuracy with the true history, Compl. every step "
                   "right, Depth 0-4. QA: closed accuracy and mean score (0-100).\n"
                   "oracle answers from the ground truth (must be 100%); random picks uniformly (chance level); "
-                  "prior never sees the ECG (a shortcut probe: it should stay near chance).")
+                  "prior never sees the ECG and always picks the longest option (a shortcut probe).")
+    if chance and chance["further"] is not None:
+        console.print(f"prior and chance side by side: prior's GT-RDA is a protocol effect, not ECG reading. \"Further findings are required "
+                      f"to confirm the diagnosis\" is the true decision in every loop but the last ({_pct(chance['further'])} of the decisions "
+                      f"here) and the longest option, so always choosing it beats the 33.3% of a uniform guess without looking at the "
+                      f"trace. The counterfactual probes below show it: prior's answers never change when the evidence does.",
+                      highlight=False)
+
+
+def _print_probe_summary(console, runs, examinees: list[str]) -> None:  # noqa: ANN001
+    """Does each examinee's answer follow the evidence? The probe metrics, with the chance row of a uniform random answerer."""
+    import json
+
+    from rich.table import Table
+
+    keys = ("sensitivity", "grounded_accuracy", "localization_follow", "invariance")
+    table = Table(title="does the answer follow the evidence? (counterfactual probes)")
+    for column in ("model", "sensitivity", "grounded acc.", "loc. follow", "invariance", "pairs"):
+        table.add_column(column, justify="right", no_wrap=True)
+    overall = {}
+    for model in examinees:
+        overall[model] = o = json.loads((runs / f"probe-{_run_name(model)}" / "results.json").read_text())["overall"]
+        table.add_row(model, *(_pct((o[k] or {}).get("value")) for k in keys), str(o["n_pairs"]))
+    first = overall[examinees[0]]
+    table.add_row("chance", *(_pct((first[k] or {}).get("chance")) for k in keys), "", style="dim")
+    console.print(table)
+    console.print("sensitivity: the answer changes when the evidence is removed or an opposite window is shown (same question and "
+                  "options); invariance: it stays after a control edit (a normal beat replaced by another). oracle must score 100% on "
+                  "both, prior (never reads the ECG) 0% sensitivity, random its chance. Intervals and per-kind tables: each "
+                  "runs/probe-*/report.html.", highlight=False)
 
 
 def _print_timings(console, timings: dict[str, float]) -> None:  # noqa: ANN001

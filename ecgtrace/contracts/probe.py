@@ -103,7 +103,15 @@ class ProbeManifest(BaseModel):
 
 
 class ProbeSample(BaseModel):
-    """A finished item of a probe run: the audit or QA sample row it would be in its own run, and its role."""
+    """A finished item of a probe run: the audit or QA sample row it would be in its own run, and its role.
+
+    ``pair`` says where its counterpart is, for viewers that show a pair on a
+    sample (paths relative to ``probe_set``, the probe set folder)::
+
+        counterfactual: {"probe_set", "pair": <pair id>, "kind", "original": <id>,
+                         "image", "original_image", "window", "original_window", "edit_spans_ms"}
+        original:       {"probe_set", "counterfactuals": [<ids>], "image", "window"}
+    """
 
     model_config = ConfigDict(extra="forbid")
 
@@ -112,6 +120,7 @@ class ProbeSample(BaseModel):
     source: Literal["audit", "qa"]
     role: Literal["original", "counterfactual"]
     sample: dict[str, Any]
+    pair: dict[str, Any] | None = None
 
     @model_validator(mode="after")
     def _sample_matches(self) -> ProbeSample:

@@ -60,6 +60,8 @@ def load_debug_sample(run_dir: str | Path, sample_id: str) -> DebugSample:
     from ecgtrace.runlog import load_run_samples
 
     header, rows = load_run_samples(run_dir)
+    if header["kind"] == "probe":
+        raise RunError(f"{run_dir} is a probe run: its pairs are in report.html (ecgtrace report {run_dir}); debug reads audit and QA runs")
     for row in rows:
         if row["id"] == sample_id:
             return DebugSample(Path(run_dir), header, row)

@@ -1,6 +1,6 @@
 """A run as one static HTML file: ``RUNDIR/report.html``.
 
-Works for reasoning-audit runs and QA runs (same run-folder format,
+Works for reasoning-audit runs, QA runs and counterfactual probe runs (same run-folder format,
 :mod:`ecgtrace.runlog`); the header's ``kind`` says which. The file is self-contained: inline CSS, no scripts,
 no server, no network; images are ``data:`` URIs. A Content-Security-Policy
 meta tag (``default-src 'none'``) forbids scripts and remote loads as a second
@@ -211,6 +211,10 @@ def _results(root: Path, rows: list[dict[str, Any]], kind: str) -> dict[str, Any
         from ecgtrace.agents.exam.qa_results import summarize_qa
 
         return {"kind": "qa", "n_items": len(rows), "n_finished": len(rows), **summarize_qa(rows)}
+    if kind == "probe":  # its metrics need the probe set, which results.json names
+        from ecgtrace.errors import RunError
+
+        raise RunError(f"{root} has no readable {RESULTS}: run the same ecgtrace probe command again to finish it and write its results")
     from ecgtrace.metrics import summarize
 
     return {"n_items": len(rows), "n_finished": len(rows), **summarize(rows)}
@@ -230,6 +234,11 @@ def render_html(root: str | os.PathLike[str], *, max_images: int = 200, open_sam
     if kind == "qa":
         summary = qa_tables(results)
         samples = [_qa_sample(i, row, figures, base_dir, i < open_samples) for i, row in enumerate(rows)]
+    elif kind == "probe":  # originals and their counterfactuals, pair by pair (ecgtrace.views._report_probe)
+        from ecgtrace.views._report_probe import probe_samples, probe_tables
+
+        summary = probe_tables(results)
+        samples = probe_samples(results, rows, max_images, open_samples)
     else:
         summary = audit_tables(results)
         samples = [_audit_sample(i, row, items.get(row["id"]), figures, base_dir, i < open_samples) for i, row in enumerate(rows)]

@@ -1,0 +1,147 @@
+"""``ecgtrace probe DATASET --model M --run RUNDIR``: counterfactual grounding probes (does the answer follow the evidence?)."""
+
+from __future__ import annotations
+
+import argparse
+
+from ecgtrace.commands._model_options import add_model_options
+from ecgtrace.contracts.vocabulary import COUNTERFACTUAL_KINDS, EXAM_MODES
+
+HELP = ("Edit the evidence in the signal (remove, move, swap, control) and check that the model's answer follows it "
+        "(sensitivity, grounded accuracy, localization follow, invariance); resumable.")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("dataset", metavar="DATASET", help="dataset folder holding audit.jsonl and/or qa.jsonl (or one of those files); only read")
+    add_model_options(parser)
+    parser.add_argument("--kinds", default=",".join(COUNTERFACTUAL_KINDS), help=f"comma-separated counterfactual kinds (default: {','.join(COUNTERFACTUAL_KINDS)})")
+    parser.add_argument("--probe-set", default=None, metavar="DIR",
+                        help="folder of the counterfactual set: built there once, reused by later runs with the same dataset and settings "
+                             "(default RUNDIR/probe-set)")
+    parser.add_argument("--max-per-group", type=int, default=2, metavar="N",
+                        help="originals per diagnosis and label, and per QA task and finding (default 2)")
+    parser.add_argument("--originals", type=int, default=None, metavar="N", help="at most N originals per dataset file (default: all chosen)")
+    parser.add_argument("--only", default=None, metavar="NAMES",
+                        help="comma-separated diagnoses (audit) and QA tasks to take originals from, e.g. pvc,sinus_pause,closed_presence")
+    parser.add_argument("--probe-seed", type=int, default=0, help="seed of the counterfactual set (default 0; --seed seeds the random examinee)")
+    parser.add_argument("--mode", choices=EXAM_MODES, default="teacher", help="audit conversation mode (default teacher)")
+    parser.add_argument("--keep-checkpoints", action="store_true", help="keep finished audit samples' threads in RUNDIR/checkpoints.sqlite")
+    parser.add_argument("--all", action="store_true", help="also print the per-diagnosis, per-task and per-stage tables")
+
+
+def identity_of(probe_ident: dict, args: argparse.Namespace) -> dict:
+    """What decides a probe run's results (a rerun with anything else is refused)."""
+    from ecgtrace.agents.audit.examiner import PROMPT_VERSION
+    from ecgtrace.agents.exam.qa_runner import QA_PROMPT_VERSION
+    from ecgtrace.agents.exam.qa_scoring import SCORING_VERSION
+    from ecgtrace.agents.probe.metrics import PROBE_METRICS_VERSION
+
+    return {"kind": "probe", "probe_set": probe_ident, "model": args.model, "modality": args.modality, "mode": args.mode, "seed": args.seed,
+            "limit": args.limit, "max_tokens": args.max_tokens, "temperature": args.temperature, "prompt_version": PROMPT_VERSION,
+            "qa_prompt_version": QA_PROMPT_VERSION, "scoring_version": SCORING_VERSION, "metrics_version": PROBE_METRICS_VERSION}
+
+
+def run(args: argparse.Namespace) -> int:
+    import asyncio
+    from pathlib import Path
+
+    from rich.console import Console
+
+    from ecgtrace.agents.exam.messages import check_modality
+    from ecgtrace.agents.probe.builder import build_probe_set, check_kinds, identity
+    from ecgtrace.commands._model_options import ask_at_terminal, check_model_options, make_model, run_settings, run_with_progress
+    from ecgtrace.errors import EcgTraceError
+    from ecgtrace.graphs.probe_runner import load_probe_set, run_probe
+    from ecgtrace.runlog import RunDir
+
+    check_model_options(args)
+    for name, value in (("--max-per-group", args.max_per_group), ("--originals", args.originals)):
+        if value is not None and value < 1:
+            raise EcgTraceError(f"{name} must be at least 1, got {value}")
+    only = [x.strip() for x in (args.only or "").split(",") if x.strip()] or None
+    if not Path(args.dataset).exists():
+        raise EcgTraceError(f"dataset not found: {args.dataset}")
+    kinds = check_kinds([k.strip() for k in args.kinds.split(",") if k.strip()])
+    probe_ident = identity(args.dataset, kinds=kinds, seed=args.probe_seed, max_per_group=args.max_per_group, limit=args.originals, only=only)
+    console = Console(stderr=True, emoji=False)
+    examinee = make_model(args)
+    run_dir = RunDir.open(args.run, identity_of(probe_ident, args), run_settings(args, args.dataset, probe_set=args.probe_set), kind="probe")
+    folder = Path(args.probe_set) if args.probe_set else run_dir.path / "probe-set"
+    with console.status(f"building the counterfactual set in {folder} (reused when it exists) ...") as status:
+        build_probe_set(args.dataset, folder, kinds=kinds, seed=args.probe_seed, max_per_group=args.max_per_group, limit=args.originals, only=only,
+                        progress=None if args.quiet else lambda text: status.update(f"counterfactuals: {text}"))
+    probe = load_probe_set(folder)
+    entries = probe.entries(args.limit)
+    if not entries:
+        raise EcgTraceError(f"{folder}: no counterfactual was kept (see {folder / 'pairs.jsonl'} for why each was dropped)")
+    for entry in entries:
+        check_modality(entry.item, probe.root, args.modality)
+    done_before = len(run_dir.finished_ids() & {e.id for e in entries})
+
+    def probe_now(on_sample):  # noqa: ANN001, ANN202
+        return asyncio.run(run_probe(probe, run_dir, examinee, mode=args.mode, modality=args.modality, concurrency=args.concurrency,
+                                     limit=args.limit, on_sample=on_sample, ask_human=ask_at_terminal(console), keep_checkpoints=args.keep_checkpoints))
+
+    results = run_with_progress(probe_now, console=console, label="probe", total=len(entries), done=done_before,
+                                quiet=args.quiet or examinee.interactive)
+    if not args.quiet:
+        print_results(results, title=f"{args.model} - {args.modality}", everything=args.all)
+    return 0
+
+
+#: The metrics of a probe table, in row order: (key, name).
+METRICS = (("sensitivity", "sensitivity"), ("grounded_accuracy", "grounded acc."), ("localization_follow", "loc. follow"),
+           ("invariance", "invariance"), ("accuracy_original", "acc. original"), ("accuracy_counterfactual", "acc. counterf."))
+#: Printed under every probe table: what each number means and where chance lies.
+LEGEND = ("sensitivity: the answer changes when the evidence is removed or the opposite window is shown (same question, same options); "
+          "grounded accuracy: right on the original and on its counterfactual; localization follow: the span chosen moves with a moved "
+          "event; invariance: the answer stays when a normal beat is replaced by another. Each value has its 95% Wilson interval; the row "
+          "under it is chance, the level of a uniform random answerer. An examinee that never reads the ECG scores 0% sensitivity and "
+          "100% invariance: only sensitivity and follow well above chance show that the answers rest on the trace.")
+
+
+def cell(metric: dict) -> str:
+    """``83.3% [55-95]``: the value and its Wilson interval; ``-`` without units."""
+    if not metric or metric.get("value") is None:
+        return "-"
+    lo, hi = metric["ci95"]
+    return f"{100 * metric['value']:.1f}% [{100 * lo:.0f}-{100 * hi:.0f}]"
+
+
+def chance_cell(metric: dict) -> str:
+    return "-" if not metric or metric.get("chance") is None or metric.get("value") is None else f"{100 * metric['chance']:.1f}%"
+
+
+def probe_table(blocks: dict, title: str, label: str):  # noqa: ANN201
+    """A Rich table: one column per block (kind, source ...), one row per metric with a chance row under it."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(title=escape(title))
+    table.add_column(label, no_wrap=True)
+    for name in blocks:
+        table.add_column(escape(name), justify="right", no_wrap=True)
+    table.add_row("pairs (turns)", *(f"{b['n_pairs']} ({b['n_units']})" for b in blocks.values()))
+    for key, name in METRICS:
+        table.add_row(name, *(cell(b[key]) for b in blocks.values()))
+        if not key.startswith("accuracy"):
+            table.add_row("  chance", *(chance_cell(b[key]) for b in blocks.values()), style="dim")
+    table.add_row("McNemar p", *(f"{b['mcnemar']['p_value']:.3g}" for b in blocks.values()))
+    return table
+
+
+def print_results(results: dict, title: str = "", everything: bool = False) -> None:
+    """The probe tables: by kind and overall; with ``everything`` also by source, stage and group."""
+    import sys
+
+    from rich.console import Console
+
+    console = Console(width=None if sys.stdout.isatty() else 120)  # a piped table keeps its columns
+    console.print(probe_table({**results["per_kind"], "overall": results["overall"]}, f"counterfactual probes {title}".strip(), "by kind"))
+    if everything:
+        for key, label in (("per_source", "by source"), ("per_stage", "by stage"), ("per_group", "by group")):
+            console.print(probe_table(results[key], f"counterfactual probes {label}", label))
+    console.print(LEGEND, highlight=False)
+    missing = results.get("unpaired") or {}
+    if not results.get("complete", True) or missing.get("pairs_not_finished"):
+        console.print(f"[yellow]{results['n_finished']} of {results['n_items']} samples finished; rerun to resume[/]")
