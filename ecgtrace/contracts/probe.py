@@ -23,6 +23,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ecgtrace.contracts.common import Provenance
+from ecgtrace.contracts.runs import sample_model
 from ecgtrace.contracts.vocabulary import COUNTERFACTUAL_KINDS
 
 PROBE_PAIR_FORMAT = "ecgtrace-probe-pair/1"
@@ -124,8 +125,6 @@ class ProbeSample(BaseModel):
 
     @model_validator(mode="after")
     def _sample_matches(self) -> ProbeSample:
-        from ecgtrace.contracts.runs import sample_model
-
         sample_model(self.source).model_validate(self.sample)
         if self.sample.get("id") != self.id:
             raise ValueError(f"sample id {self.sample.get('id')!r} is not the row id {self.id!r}")

@@ -151,10 +151,6 @@ class QASample(BaseModel):
         return self.model_dump(mode="json")
 
 
-def sample_model(kind: str) -> Any:
-    """The sample row model of a run kind (``audit``, ``qa``, ``probe``)."""
-    if kind == "probe":
-        from ecgtrace.contracts.probe import ProbeSample
-
-        return ProbeSample
+def sample_model(kind: str) -> type[AuditSample] | type[QASample]:
+    """The sample row model of a run kind (a probe run's rows, :class:`ecgtrace.contracts.ProbeSample`, wrap one of these)."""
     return QASample if kind == "qa" else AuditSample

@@ -66,3 +66,28 @@ def test_vocabulary_is_consistent() -> None:
     assert {v.kind_of_note(note) for note in v.RHYTHM_NOTES.values()} == set(v.RHYTHM_NOTES)
     assert len(set(v.RHYTHM_NOTES.values())) == len(v.RHYTHM_NOTES), "two kinds share one aux note"
     assert v.assets_needed("both") == ("text", "image")
+
+
+def test_probe_runs_are_header_format_3_and_audit_runs_stay_format_2() -> None:
+    probe = RunHeader(kind="probe", run_id="r", identity={})
+    assert probe.format == "ecgtrace-run/3" and RunHeader(kind="audit", run_id="r", identity={}).format == "ecgtrace-run/2"
+    with pytest.raises(ValueError, match="probe run needs header format"):
+        RunHeader.model_validate({"format": "ecgtrace-run/2", "kind": "probe", "run_id": "r", "identity": {}})
+    assert "probe" in v.RUN_KINDS and v.COUNTERFACTUAL_KINDS == ("remove", "move", "swap", "control")
+
+
+def test_probe_pairs_say_why_they_were_dropped_and_samples_wrap_their_row() -> None:
+    from ecgtrace.contracts import ProbePair, ProbeSample
+
+    base = {"id": "x.cf-remove", "kind": "remove", "source": "audit", "original": "x", "group": "pvc",
+            "provenance": provenance("computed", "m", "1")}
+    with pytest.raises(ValueError, match="needs its reason"):
+        ProbePair(status="dropped", **base)
+    with pytest.raises(ValueError, match="at least one turn"):
+        ProbePair(status="kept", **base)
+    assert ProbePair(status="dropped", reason="no_V_beat_in_window", **base).reason == "no_V_beat_in_window"
+    row = {"id": "q1", "kind": "qa", "task": "closed_presence", "family": "closed", "score": 100.0, "correct": True, "item": {},
+           "turns": [TurnRow(index=0, stage="closed_presence", answer="Yes").to_json()]}
+    assert ProbeSample(id="q1", source="qa", role="original", sample=row).sample["id"] == "q1"
+    with pytest.raises(ValueError, match="not the row id"):
+        ProbeSample(id="q2", source="qa", role="original", sample=row)
