@@ -298,24 +298,39 @@ def _step(y: np.ndarray) -> np.ndarray:
     return out
 
 
+def _aligned(original: SignalWindow, edited: Edited) -> np.ndarray:
+    """The original moved by the edit's own shifts (inserted stretches hold the sample at the cut), to compare sample by sample."""
+    x = np.asarray(original.signal_mv, dtype=np.float64)
+    n, fs, s0 = x.shape[0], float(original.fs_hz), original.sampfrom
+    for shift in edited.record.get("shifts_ms", []):
+        at = int(round(shift["at_ms"] * fs / 1000.0)) - s0
+        by = int(round(shift["by_ms"] * fs / 1000.0))
+        if by > 0:
+            x = np.concatenate([x[:at], np.repeat(x[at : at + 1], by, axis=0), x[at:]])[:n]
+        elif by < 0:
+            x = np.concatenate([x[:at], x[at - by :], np.repeat(x[-1:], -by, axis=0)])
+    return x
+
+
 def seam_ratio(original: SignalWindow, edited: Edited) -> float:
-    """The largest step at an edit's joins, in noise sigmas of the same step statistic on the original (0 without joins).
+    """The largest step the edit makes at its joins, in noise sigmas of the same step statistic on the original (0 without joins).
 
     A step is a first difference that stands out from its neighbours'
-    (:func:`_step`); a join on a wave's slope is no step. The original's noise
-    sigma is robust (1.4826 x MAD), so its QRS complexes do not raise it.
+    (:func:`_step`). It is read on what the edit added (the edited window
+    minus the original, moved by the edit's own shifts), so a join that lies on
+    a steep wave of the trace is no seam; the original's noise sigma is robust
+    (1.4826 x MAD), so its QRS complexes do not raise it.
     """
     x = np.asarray(original.signal_mv, dtype=np.float64)
-    y = np.asarray(edited.window.signal_mv, dtype=np.float64)
     sx = _step(x)
     sigma = np.median(np.abs(sx - np.median(sx, axis=0)), axis=0) * 1.4826
     sigma[sigma <= 0] = np.inf
-    sy = _step(y)
+    change = _step(np.asarray(edited.window.signal_mv, dtype=np.float64) - _aligned(original, edited))
     worst = 0.0
     for j in edited.joins:
         k = j - original.sampfrom
-        if 2 <= k < y.shape[0] - 1 and j < edited.valid_to:
-            worst = max(worst, float(np.max(np.abs(sy[max(2, k - 1) : k + 2]) / sigma)))
+        if 2 <= k < change.shape[0] - 1 and j < edited.valid_to:
+            worst = max(worst, float(np.max(np.abs(change[max(2, k - 1) : k + 2]) / sigma)))
     return worst
 
 

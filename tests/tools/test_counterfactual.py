@@ -180,3 +180,22 @@ def test_impossible_edits_say_why(record) -> None:
         cf.remove_beats(window, samples, classes, [first], seed=0)
     with pytest.raises(cf.CounterfactualError, match="ectopic"):
         cf.move_beat(window, samples, classes, first + 2, first + 6, seed=0)
+
+
+def test_a_planted_step_at_a_join_is_a_seam_and_a_join_on_a_steep_wave_is_not(record) -> None:
+    """The seam check can fail: a 0.3 mV step planted at one join is far above the noise; the same edit without it is not."""
+    from dataclasses import replace
+
+    info, samples, classes, schedule = record
+    window, k = _around(info, samples, _event(schedule, "pvc")["onset_ms"])
+    edited = cf.remove_beats(window, samples, classes, [k], seed=0)
+    assert edited.joins and cf.seam_ratio(window, edited) < cf.MAX_SEAM_SIGMAS
+    at = edited.joins[0] - window.sampfrom
+    stepped = np.asarray(edited.window.signal_mv, dtype=np.float64).copy()
+    stepped[at:, 0] += 0.3  # a DC jump on the first lead from the join on
+    planted = replace(edited, window=replace(edited.window, signal_mv=stepped))
+    assert cf.seam_ratio(window, planted) > 2 * cf.MAX_SEAM_SIGMAS  # 14.5 sigmas measured
+    # the original's own QRS slopes are no seam: an edit that changes nothing scores zero at any join, even on an R peak
+    r_peak = int(samples[k + 2])
+    unchanged = replace(edited, window=window, joins=(r_peak, r_peak + 1), record={**edited.record, "shifts_ms": []})
+    assert cf.seam_ratio(window, unchanged) == 0.0
