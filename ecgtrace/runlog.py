@@ -3,8 +3,9 @@
 A run directory holds:
 
 * ``header.json`` - a :class:`ecgtrace.contracts.RunHeader`, written once when
-  the run starts: ``format`` (``ecgtrace-run/2``), ``kind`` (``audit`` or
-  ``qa``: what the run examines, so no reader guesses it from the rows),
+  the run starts: ``format`` (``ecgtrace-run/2``; ``ecgtrace-run/3`` for a
+  ``probe`` run), ``kind`` (``audit``, ``qa`` or ``probe``: what the run
+  examines, so no reader guesses it from the rows),
   ``run_id``, ``identity`` (everything that decides the results: dataset
   SHA-256, model, modality, mode, seed, limit, prompt version), ``settings``
   (things that may change between resumes: concurrency, timeout, base URL,

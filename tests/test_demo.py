@@ -25,6 +25,12 @@ def test_demo_end_to_end_and_resume(tmp_path, capsys):
     assert oracle["depth"]["value"] == 4.0
     assert results["qa", "oracle"]["overall"]["closed_accuracy"]["value"] == 1.0
     assert results["audit", "random"]["overall"]["completion"]["value"] < 1.0
+    # the demo-sized counterfactual probe: in the summary, in a report, and oracle / prior where they must be
+    assert "does the answer follow the evidence?" in first and "protocol effect" in first
+    probes = {m: json.loads((out / "runs" / f"probe-{m}" / "results.json").read_text())["overall"] for m in ("oracle", "prior", "random")}
+    assert probes["oracle"]["sensitivity"]["value"] == 1.0 and probes["oracle"]["invariance"]["value"] == 1.0
+    assert probes["prior"]["sensitivity"]["value"] == 0.0 and probes["oracle"]["n_pairs"] >= 5
+    assert "Counterfactual probes" in (out / "runs" / "probe-oracle" / "report.html").read_text()
 
     # a second run reuses the record, the dataset and every finished sample
     assert main(argv) == 0
@@ -33,3 +39,5 @@ def test_demo_end_to_end_and_resume(tmp_path, capsys):
     for (kind, model), before in results.items():
         after = json.loads((out / "runs" / f"{kind}-{model}" / "results.json").read_text())
         assert after["overall"] == before["overall"]
+    for model, before in probes.items():
+        assert json.loads((out / "runs" / f"probe-{model}" / "results.json").read_text())["overall"] == before
