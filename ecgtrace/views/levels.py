@@ -12,7 +12,7 @@ reached, not of the whole dataset:
   the ECG) on those turns. Taken from a prior run when one of the served runs
   is one (``identity.model == "prior"``, same kind, matched by sample id and
   turn index); otherwise the prior examinee's rule is run on the items
-  (:func:`ecgtrace.agents.exam.bias.prior_answers`), which needs no server.
+  (:func:`prior_correct`), which needs no server.
 
 Open QA questions (no options) have neither level. Where the items are not
 available the levels are absent and ``notes`` says why.
@@ -41,10 +41,51 @@ def _audit_questions(run: RunView) -> dict[str, dict[str, Any]]:
     from ecgtrace.agents.audit.examiner import plan_turns
 
     out = {}
-    for item in run.items.values():
+    for item in run.item_models.values():
         for turn in plan_turns(item):
-            key = f"{item['id']}#{turn['index']}"
+            key = f"{item.id}#{turn['index']}"
             out[key] = {"id": key, "task": turn["stage"], "options": turn["options"], "answer": turn["answer"], "multi": turn["multi"]}
+    return out
+
+
+def _run_async(make: Any) -> Any:
+    """``asyncio.run(make())``, also from a thread whose event loop is running (a notebook, a browser driver): then in a worker thread."""
+    import asyncio
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(make())
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(lambda: asyncio.run(make())).result()
+
+
+def prior_correct(questions: list[dict[str, Any]]) -> list[bool]:
+    """Whether the built-in ``prior`` examinee answers each question right.
+
+    The examinee itself answers (it sees the option texts only and replies with
+    one of them verbatim), scored by :func:`ecgtrace.agents.exam.parsing.is_correct`
+    as an exact option or exact set. Equal to :func:`ecgtrace.agents.exam.bias.prior_answers`,
+    which also reads each reply back through the answer parser and builds a
+    turn row: 50 times slower, too slow for a 10,000-sample run at start-up.
+    """
+    from ecgtrace.agents.exam.examinees import make_examinee
+    from ecgtrace.agents.exam.parsing import is_correct
+    from ecgtrace.agents.exam.turns import turn_spec
+
+    prior = make_examinee("prior")
+    turns = [turn_spec(index=0, stage=str(q.get("task")), question="", options=q["options"], answer=q["answer"], multi=bool(q["multi"]),
+                       sample_id=q["id"]) for q in questions]
+
+    async def replies() -> list[Any]:
+        return [await prior.answer([], turn) for turn in turns]
+
+    out = []
+    for turn, reply in zip(turns, _run_async(replies) if turns else []):
+        value = [reply.raw] if turn["multi"] else reply.raw
+        out.append(reply.raw in turn["options"] and bool(is_correct(value, turn["answer"], turn["multi"])))
     return out
 
 
@@ -107,10 +148,8 @@ def reference_levels(run: RunView, others: list[RunView] | None = None) -> dict[
         prior = _mean_by_key([(keys, float(outcomes[q])) for q, keys, _ in asked if q in outcomes])
         notes["prior"] = f"prior: the prior run {prior_run.root.name} on the same turns"
     else:
-        from ecgtrace.agents.exam.bias import prior_answers
-
         wanted = sorted({q for q, _, _ in asked})
-        right = dict(zip(wanted, prior_answers([questions[q] for q in wanted]))) if wanted else {}
+        right = dict(zip(wanted, prior_correct([questions[q] for q in wanted])))
         prior = _mean_by_key([(keys, float(right[q])) for q, keys, _ in asked])
         notes["prior"] = "prior: the prior examinee's rule (longest option, option texts only) on the same turns"
     return {"chance": chance, "prior": prior, "notes": notes}

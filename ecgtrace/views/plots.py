@@ -71,11 +71,9 @@ def stage_bars(run: RunView, levels: dict[str, Any]) -> dict[str, Any]:
             "caption": _caption(levels, "Share of asked turns answered correctly, Wilson 95% intervals.")}
 
 
-def sample_depths(rows: list[dict[str, Any]]) -> list[float]:
+def sample_depths(run: RunView) -> list[float]:
     """Each sample's depth (0-4) as :func:`ecgtrace.metrics.sample_outcomes` defines it; samples without one are left out."""
-    from ecgtrace.metrics import sample_outcomes
-
-    return [float(d) for d in (sample_outcomes(r).get("depth") for r in rows) if d is not None]
+    return [float(o["depth"]) for o in run.outcomes() if o.get("depth") is not None]
 
 
 def _histogram(values: list[float], edges: tuple[float, ...], labels: list[str], *, open_ends: bool) -> list[dict[str, Any]]:
@@ -92,7 +90,7 @@ def _histogram(values: list[float], edges: tuple[float, ...], labels: list[str],
 
 
 def depth_histogram(run: RunView) -> dict[str, Any]:
-    depths = sample_depths(run.rows)
+    depths = sample_depths(run)
     labels = [f"{a:g}-{b:g}" for a, b in zip(DEPTH_EDGES[:-1], DEPTH_EDGES[1:])]
     mean = f"mean {sum(depths) / len(depths):.2f} over {len(depths)} samples" if depths else "no sample has a loop with grounding"
     return {"type": "histogram", "id": "depth", "title": "Reasoning depth per sample (0-4)", "xlabel": "depth",
@@ -180,9 +178,9 @@ def error_histograms(run: RunView) -> list[dict[str, Any]]:
                     "bins": _histogram(counts, edges, labels, open_ends=True),
                     "caption": f"{len(counts)} count answers; {no_count} without a readable number."})
     if times or no_time:
-        bins = _histogram(times, TIMING_EDGES_MS, [], open_ends=True)
-        for b in bins:
-            b["label"] = _signed_label(b["lo"], b["hi"])
+        edges = TIMING_EDGES_MS
+        labels = [_signed_label(lo, hi) for lo, hi in zip((None, *edges), (*edges, None))]
+        bins = _histogram(times, edges, labels, open_ends=True)
         mae = f"median |error| {_median([abs(t) for t in times]):.0f} ms" if times else "no readable time"
         out.append({"type": "histogram", "id": "timing_error", "title": "Timing error (answer - nearest true time, ms)", "xlabel": "ms",
                     "bins": bins, "caption": f"{len(times)} predicted times ({mae}); {no_time} timing items without a readable time."})

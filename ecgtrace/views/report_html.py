@@ -203,7 +203,7 @@ def render_html(root: str | os.PathLike[str], *, max_images: int = 200, open_sam
     from ecgtrace.views.usage import run_usage
 
     run = open_run(root)
-    header, rows, results, items, base_dir = run.header, run.rows, run.results, run.items, run.base_dir
+    header, rows, results, base_dir = run.header, run.rows, run.results, run.base_dir
     kind = run.kind
     figures = _Figures(run.roots, max_images)
     identity = header.get("identity") or {}
@@ -213,7 +213,7 @@ def render_html(root: str | os.PathLike[str], *, max_images: int = 200, open_sam
         samples = [_qa_sample(i, row, figures, base_dir, i < open_samples) for i, row in enumerate(rows)]
     else:
         summary = audit_tables(results)
-        samples = [_audit_sample(i, row, items.get(row["id"]), figures, base_dir, i < open_samples) for i, row in enumerate(rows)]
+        samples = [_audit_sample(i, row, run.item(row), figures, base_dir, i < open_samples) for i, row in enumerate(rows)]
     meta = f"<meta http-equiv=\"Content-Security-Policy\" content=\"{e(CSP)}\">" if csp else ""
     incomplete = "" if results.get("complete", True) else f"<p><b>Incomplete run:</b> {e(results.get('n_finished'))} of {e(results.get('n_items'))} samples finished.</p>"
     return "\n".join([

@@ -72,7 +72,7 @@ def run_facts(run: RunView) -> list[list[str]]:
         if identity.get(key) is not None:
             facts.append([key, str(identity[key])])
     if settings.get("dataset_path"):
-        facts.append(["dataset", str(settings["dataset_path"]) + ("" if run.items or run.kind == "qa" else " (not found: no figures)")])
+        facts.append(["dataset", str(settings["dataset_path"]) + ("" if run.item_models or run.kind == "qa" else " (not found: no figures)")])
     facts.append(["finished", f"{run.results.get('n_finished', len(run.rows))} of {run.results.get('n_items', '?')} samples"])
     return facts
 
@@ -115,9 +115,7 @@ def _index_row(run: RunView, row: dict[str, Any], depth: float | None) -> list[A
 
 def sample_index(run: RunView) -> dict[str, Any]:
     """One compact row per sample (column names once) for the sortable, filterable table."""
-    from ecgtrace.metrics import sample_outcomes
-
-    depths = [None if run.kind == "qa" else sample_outcomes(r).get("depth") for r in run.rows]
+    depths = [o.get("depth") for o in run.outcomes()]
     rows = [_index_row(run, r, None if d is None else round(float(d), 4)) for r, d in zip(run.rows, depths)]
     return {"columns": list(INDEX_COLUMNS), "rows": rows, "kind": run.kind}
 

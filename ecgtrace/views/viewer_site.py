@@ -69,10 +69,13 @@ class ViewerSite:
 
     def warm(self) -> None:
         """Compute what the first page needs (run list, overviews, indexes) before anyone asks."""
-        self.data("app")
-        for n in range(len(self.runs)):
-            self.data(f"r{n}/overview")
-            self.data(f"r{n}/index")
+        from ecgtrace.views.run_view import paused_gc
+
+        with paused_gc():
+            self.data("app")
+            for n in range(len(self.runs)):
+                self.data(f"r{n}/overview")
+                self.data(f"r{n}/index")
         import ecgtrace.tools.render  # noqa: F401 - so that the first figure is not also the one that pays for matplotlib
 
     def _run(self, n: str | None) -> int | None:

@@ -62,7 +62,7 @@
 
   /** The ECG beside the chat: one image at a time, zoomable (buttons, ctrl+wheel) and draggable. */
   V.ecgPanel = function (detail) {
-    const views = detail.figures.map((f) => ({ name: f.name, url: f.url, title: f.turn === null ? "window" : `turn #${f.turn}`, fig: f }))
+    const views = detail.figures.map((f) => ({ name: f.name, url: f.url, title: f.title || (f.turn === null ? "window" : `turn #${f.turn}`), fig: f }))
       .concat(detail.assets.map((a) => ({ name: a.name, url: a.url, title: "as shown to the model", caption: a.caption })));
     const img = h("img", { id: "ecg-img", alt: "ECG", draggable: "false" });
     const viewport = h("div", { class: "ecg-view", id: "ecg-view" }, img);
@@ -171,10 +171,19 @@
       V.add(root, h("p", { class: "note" }, "options: ", detail.options.map((o) => h("code", { text: o }))));
     }
     const ecg = V.ecgPanel(detail);
+    if (detail.figures_not_exported) {
+      ecg.panel.append(h("p", { class: "note", id: "figures-not-exported",
+        text: `${detail.figures_not_exported} figure(s) of this sample are not in this static export (ecgtrace view --static --max-images).` }));
+    }
     const figureOf = (turn) => (detail.figures.find((f) => f.turn === turn.index) || (turn.stage === "grounding" && detail.figures[0]) || {}).name;
     const chat = h("div", { class: "chat", id: "chat" }, detail.turns.map((t) => V.turnView(t, { onShow: ecg.show, figureName: figureOf(t) })));
     V.add(root, h("div", { class: "sample-grid" }, chat, ecg.panel), counterfactualView(detail), judgeView(detail.judge));
   };
+
+  function figureIn(detail, turn, tag) {
+    const figure = detail.figures.find((f) => f.turn === turn.index);
+    return figure ? `${tag}:${figure.name}` : null;
+  }
 
   /** The same sample of two runs, turn by turn side by side; turns that differ are marked. */
   V.views.pair = async function (root, ctx, id) {
@@ -186,16 +195,19 @@
     }
     const ctxA = Object.assign({}, ctx, { run: a });
     V.add(root, navBar(ctxA, left.index, id), h("h2", { text: `Sample ${id}: ${ctx.app.runs[a].label} vs ${ctx.app.runs[b].label}` }));
-    const ecg = V.ecgPanel(left.detail);
+    // both runs' figures in one panel: the true span is the same, the chosen spans are each run's own
+    const tagged = (detail, tag) => detail.figures.map((f) => Object.assign({}, f, { name: `${tag}:${f.name}`,
+      title: `${tag} · ${f.turn === null ? "window" : "turn #" + f.turn}` }));
+    const ecg = V.ecgPanel({ figures: tagged(left.detail, "A").concat(tagged(right.detail, "B")), assets: left.detail.assets });
     const turnsB = new Map(right.detail.turns.map((t) => [t.index, t]));
     const rows = left.detail.turns.map((ta) => {
       const tb = turnsB.get(ta.index);
       const differs = tb && (Boolean(ta.correct) !== Boolean(tb.correct) || V.asText(ta.parsed) !== V.asText(tb.parsed));
       return h("div", { class: "pair-row" + (differs ? " differs" : ""), "data-index": String(ta.index) },
-        V.turnView(ta, { onShow: ecg.show, figureName: (left.detail.figures.find((f) => f.turn === ta.index) || {}).name }),
-        tb ? V.turnView(tb) : h("p", { class: "note", text: "(no such turn in B)" }));
+        V.turnView(ta, { onShow: ecg.show, figureName: figureIn(left.detail, ta, "A") }),
+        tb ? V.turnView(tb, { onShow: ecg.show, figureName: figureIn(right.detail, tb, "B") }) : h("p", { class: "note", text: "(no such turn in B)" }));
     });
     V.add(root, h("div", { class: "pair-head" }, h("b", { text: "A: " + ctx.app.runs[a].label }), h("b", { text: "B: " + ctx.app.runs[b].label })),
-      h("div", { class: "pair", id: "pair" }, rows), h("h3", { text: "ECG (as run A saw it)" }), ecg.panel);
+      h("div", { class: "pair", id: "pair" }, rows), h("h3", { text: "ECG (A and B: each run's chosen spans)" }), ecg.panel);
   };
 })(window.ECGV);
