@@ -119,15 +119,21 @@ class ViewerSite:
                 self._cache[name] = body
         return body
 
+    def _sample(self, pattern: re.Pattern[str], name: str) -> tuple[int, dict[str, Any], re.Match[str]] | None:
+        """(run number, sample row, match) for a figure or asset name, or None."""
+        match = pattern.match(name)
+        n = self._run(match.group(1)) if match else None
+        row = self._rows[n].get(match.group(2)) if match and n is not None else None
+        return (n, row, match) if match and n is not None and row is not None else None
+
     def figure(self, name: str) -> bytes | None:
         """``data/<name>`` for a figure (``r0/fig/<key>/window.png``), drawn now, or None."""
         from ecgtrace.views.viewer_sample import render_sample_figure
 
-        match = FIGURE.match(name)
-        n = self._run(match.group(1)) if match else None
-        row = self._rows[n].get(match.group(2)) if match and n is not None else None
-        if row is None or n is None or match is None:
+        found = self._sample(FIGURE, name)
+        if found is None:
             return None
+        n, row, match = found
         with self._draw_lock:
             return render_sample_figure(self.runs[n], row, match.group(3))
 
@@ -135,10 +141,9 @@ class ViewerSite:
         """The file behind ``data/<name>`` for an image asset, resolved inside the run or dataset folder, or None."""
         from ecgtrace.views.viewer_sample import asset_file
 
-        match = ASSET.match(name)
-        n = self._run(match.group(1)) if match else None
-        row = self._rows[n].get(match.group(2)) if match and n is not None else None
-        if row is None or n is None or match is None:
+        found = self._sample(ASSET, name)
+        if found is None:
             return None
+        n, row, match = found
         path = asset_file(self.runs[n], row, match.group(3))
         return path if path is not None and path.suffix.lower() == "." + match.group(4) else None

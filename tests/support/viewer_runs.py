@@ -80,3 +80,31 @@ def write_audit_run(base: str | Path, n_items: int, script: Script, *, seed: int
     write_jsonl_atomic(run.samples_path, samples)
     run.write_results({"run_id": run.run_id, "n_items": len(samples), "n_finished": len(samples), "complete": True, **summarize(samples)})
     return run.path, dataset
+
+
+def write_qa_run(base: str | Path, record_path: str, examinee_for: Callable[[set[str]], Any]) -> Path:
+    """The 13-item QA fixture (``tests/fixtures/qa_small.jsonl``, every task family) on ``record_path``, run by the QA runner.
+
+    ``examinee_for(ids)`` builds the examinee; ``ids`` are the items whose answers should carry injected markup
+    (the open-evidence and closed-presence tasks). Returns the run folder ``base/qa_run``.
+    """
+    import asyncio
+    import shutil
+
+    from ecgtrace.agents.exam.qa_runner import identity_for, load_qa, run_qa
+
+    root = Path(__file__).resolve().parents[2]
+    base = Path(base)
+    qa_dir = base / "qa"
+    qa_dir.mkdir()
+    shutil.copytree(root / "tests" / "fixtures" / "qa_assets", qa_dir / "qa_assets")
+    items = [json.loads(line) for line in (root / "tests" / "fixtures" / "qa_small.jsonl").read_text().splitlines()]
+    for item in items:
+        item["record"]["path"] = record_path
+    (qa_dir / "qa.jsonl").write_text("".join(json.dumps(i) + "\n" for i in items))
+    qa = load_qa(qa_dir)
+    inject = {i["id"] for i in items if i["task"] in ("open_evidence", "closed_presence")}
+    run = RunDir.open(base / "qa_run", identity_for(qa, model="scripted", modality="text", seed=0, limit=None, max_tokens=None, judge=None),
+                      {"dataset_path": str(qa.path)})
+    asyncio.run(run_qa(qa, run, examinee_for(inject), modality="text"))
+    return run.path

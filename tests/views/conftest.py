@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -32,7 +31,8 @@ if str(ROOT) not in sys.path:
 from ecgtrace.agents.exam.examinees import make_examinee  # noqa: E402
 from ecgtrace.agents.exam.examinees.base import Reply, as_text  # noqa: E402
 from tests.support.audit_items import write_audit  # noqa: E402
-from tests.support.viewer_runs import PAYLOAD, write_audit_run  # noqa: E402
+from tests.support.viewer_runs import PAYLOAD, write_audit_run, write_qa_run  # noqa: E402
+from tests.views.test_report_html import Scripted  # noqa: E402  (the report tests' injecting examinee)
 
 N_ITEMS = 6
 
@@ -88,28 +88,8 @@ def viewer_runs(synth_record, tmp_path_factory: pytest.TempPathFactory) -> dict[
     run_a, _ = write_audit_run(base, N_ITEMS, script_a, dataset=dataset, run_name="run_a", model="scripted-a", settings=price)
     run_b, _ = write_audit_run(base, N_ITEMS, script_b, dataset=dataset, run_name="run_b", model="scripted-b")
     prior, _ = write_audit_run(base, N_ITEMS, script_prior, dataset=dataset, run_name="run_prior", model="prior")
-    return {"a": run_a, "b": run_b, "prior": prior, "dataset": dataset, "qa": _qa_run(base, synth_record)}
-
-
-def _qa_run(base: Path, synth_record) -> Path:  # noqa: ANN001
-    """The report tests' QA fixture (13 items, every task family), answered by the truth except two injected answers."""
-    from ecgtrace.agents.exam.qa_runner import identity_for, load_qa, run_qa
-    from ecgtrace.runlog import RunDir
-    from tests.views.test_report_html import Scripted
-
-    qa_dir = base / "qa"
-    qa_dir.mkdir()
-    shutil.copytree(ROOT / "tests" / "fixtures" / "qa_assets", qa_dir / "qa_assets")
-    items = [json.loads(line) for line in (ROOT / "tests" / "fixtures" / "qa_small.jsonl").read_text().splitlines()]
-    for item in items:
-        item["record"]["path"] = str(synth_record.record_path)
-    (qa_dir / "qa.jsonl").write_text("".join(json.dumps(i) + "\n" for i in items))
-    qa = load_qa(qa_dir)
-    inject = {i["id"] for i in items if i["task"] in ("open_evidence", "closed_presence")}
-    run = RunDir.open(base / "qa_run", identity_for(qa, model="scripted", modality="text", seed=0, limit=None, max_tokens=None, judge=None),
-                      {"dataset_path": str(qa.path)})
-    asyncio.run(run_qa(qa, run, Scripted(inject), modality="text"))
-    return run.path
+    return {"a": run_a, "b": run_b, "prior": prior, "dataset": dataset,
+            "qa": write_qa_run(base, str(synth_record.record_path), Scripted)}
 
 
 def folder_state(*folders: Path) -> dict[str, tuple[int, int]]:
