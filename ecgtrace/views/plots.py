@@ -133,7 +133,8 @@ def score_bars(run: RunView) -> dict[str, Any]:
 def qa_errors(rows: list[dict[str, Any]]) -> tuple[list[float], list[float], int, int]:
     """Signed count errors (events) and timing errors (ms, each predicted time to the nearest true one), and how
     many count / timing items had no readable answer."""
-    from ecgtrace.agents.exam.qa_scoring import numeric_truth, parse_number, parse_times_ms
+    from ecgtrace.agents.exam.qa_families import numeric_truth
+    from ecgtrace.agents.exam.reply_values import parse_number, parse_times_ms
 
     counts: list[float] = []
     times: list[float] = []

@@ -57,13 +57,16 @@ def read_results(root: Path, rows: list[dict[str, Any]], kind: str) -> dict[str,
             return json.loads(path.read_text(encoding="utf-8"))
         except ValueError:
             pass
+    # metrics are those of the first epoch's asked samples (run controls may add repeats and skipped samples)
+    first = [r for r in rows if not r.get("epoch")]
+    asked = [r for r in first if not r.get("skipped")]
     if kind == "qa":
         from ecgtrace.agents.exam.qa_results import summarize_qa
 
-        return {"kind": "qa", "n_items": len(rows), "n_finished": len(rows), **summarize_qa(rows)}
+        return {"kind": "qa", "n_items": len(first), "n_finished": len(first), **summarize_qa(asked)}
     from ecgtrace.metrics import summarize
 
-    return {"n_items": len(rows), "n_finished": len(rows), **summarize(rows)}
+    return {"n_items": len(first), "n_finished": len(first), **summarize(asked)}
 
 
 def dataset_models(header: dict[str, Any]) -> tuple[dict[str, Any], Path | None]:
@@ -78,6 +81,15 @@ def dataset_models(header: dict[str, Any]) -> tuple[dict[str, Any], Path | None]
         return {item.id: item for item in load_items(path, "audit").items}, base_dir
     except EcgTraceError:  # a run whose dataset is unreadable is still shown, without figures
         return {}, base_dir
+
+
+def _item_id(row: dict[str, Any]) -> str:
+    """The item a sample row examined: its id, less the ``#<epoch>`` of a repeated epoch."""
+    try:
+        from ecgtrace.contracts.runs import item_id_of  # the run controls' own rule, where that version of the contracts has it
+    except ImportError:
+        return row["id"]
+    return item_id_of(row)
 
 
 @dataclass
@@ -120,7 +132,7 @@ class RunView:
         """The item a sample examined as JSON: the dataset's audit item (converted when first asked), or the QA row's own."""
         if self.kind == "qa":
             return row.get("item") or None
-        sample_id = row["id"]
+        sample_id = _item_id(row)
         if sample_id not in self._item_json:
             model = self.item_models.get(sample_id)
             if model is None:

@@ -11,6 +11,11 @@ Cost is shown only when the run says what a token costs: a ``price`` block in
 and output tokens: ``price_in`` / ``price_out``, or ``price_in_per_mtok`` /
 ``price_out_per_mtok``). Without a price the cost is None (shown as tokens only),
 never a guess.
+
+When the run itself wrote its totals (``results.json`` ``usage`` with a
+``per_model`` mapping, as the run controls of issue 16c write it: tokens and
+cost per model from the prices the run was given), those are shown instead of
+recounting the turns: :func:`run_usage` is the one place that decides.
 """
 
 from __future__ import annotations
@@ -77,6 +82,9 @@ def run_usage(header: dict[str, Any], rows: list[dict[str, Any]], results: dict[
     ``cost_usd`` is None without a price; the judge's tokens are priced like the examinee's only when the
     run gives one price for all (it names no per-model prices).
     """
+    written = _written_usage(results)
+    if written is not None:
+        return written
     price = run_price(header, results)
     groups: dict[tuple[str, str], dict[str, int]] = defaultdict(lambda: {"requests": 0, "reported": 0, **dict.fromkeys(TOKEN_KEYS, 0)})
     for model, role, tokens in _calls(header, rows):
@@ -89,6 +97,25 @@ def run_usage(header: dict[str, Any], rows: list[dict[str, Any]], results: dict[
     per_model = [{"model": model, "role": role, **block, "cost_usd": _cost(block, price)} for (model, role), block in sorted(groups.items())]
     total = {key: sum(b[key] for b in per_model) for key in ("requests", "reported", *TOKEN_KEYS)}
     total["cost_usd"] = _cost(total, price)
+    return {"per_model": per_model, "total": total, "price": price}
+
+
+def _written_usage(results: dict[str, Any] | None) -> dict[str, Any] | None:
+    """``results.json``'s own ``usage`` block (per model: roles, requests, without_usage, tokens, cost_usd) in this module's shape."""
+    usage = (results or {}).get("usage")
+    if not isinstance(usage, dict) or not isinstance(usage.get("per_model"), dict):
+        return None
+    per_model = []
+    for model, block in sorted(usage["per_model"].items()):
+        tokens = block.get("tokens") or {}
+        requests = int(block.get("requests") or 0)
+        per_model.append({"model": str(model), "role": ", ".join(block.get("roles") or []), "requests": requests,
+                          "reported": requests - int(block.get("without_usage") or 0), **{k: int(tokens.get(k) or 0) for k in TOKEN_KEYS},
+                          "cost_usd": block.get("cost_usd")})
+    total = {key: sum(b[key] for b in per_model) for key in ("requests", "reported", *TOKEN_KEYS)}
+    total["cost_usd"] = usage.get("cost_usd")
+    prices = [b.get("price_per_1m_usd") for b in usage["per_model"].values() if isinstance(b.get("price_per_1m_usd"), dict)]
+    price = {"in_per_mtok": float(prices[0]["in"]), "out_per_mtok": float(prices[0]["out"])} if len(prices) == 1 else None
     return {"per_model": per_model, "total": total, "price": price}
 
 

@@ -104,7 +104,7 @@ def _index_row(run: RunView, row: dict[str, Any], depth: float | None) -> list[A
     qa = run.kind == "qa"
     keys = (lambda t: [str(row.get("task"))]) if qa else stage_keys
     right = sum(1 for t in turns if t.get("correct"))
-    correct = row.get("correct") if qa else bool(turns) and right == len(turns)
+    correct = row.get("correct") if qa else (right == len(turns) if turns else None)  # a skipped sample is neither
     latency = sum(float(t["latency_ms"]) for t in turns if isinstance(t.get("latency_ms"), int | float))
     return [sample_key(row["id"]), row["id"], row.get("finding") if qa else row.get("diagnosis"), row.get("task") if qa else None,
             row.get("label"), len(turns), right, correct, None if qa else first_wrong_stage(row.get("turns") or []),

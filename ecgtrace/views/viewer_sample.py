@@ -108,9 +108,11 @@ def sample_detail(run: RunView, n: int, row: dict[str, Any]) -> dict[str, Any]:
     key = sample_key(row["id"])
     item = run.item(row) or {}
     facts = [["id", row["id"]]]
-    for name in ("diagnosis", "label", "path_id", "mode", "task", "family", "finding", "answer_type", "score"):
+    for name in ("diagnosis", "label", "path_id", "mode", "task", "family", "finding", "answer_type", "score", "epoch"):
         if row.get(name) is not None:
             facts.append([name, str(row[name])])
+    if isinstance(row.get("skipped"), dict):
+        facts.append(["not asked", str(row["skipped"].get("reason") or row["skipped"].get("kind"))])
     record, window = item.get("record") or {}, item.get("window")
     if record:
         facts.append(["record", f"{record.get('db', '?')}/{record.get('id', '?')} ({record.get('path', '?')})"])

@@ -178,3 +178,17 @@ def test_js_payload_cannot_close_a_script_or_inject_markup() -> None:
     assert body.startswith('ECGV.receive("r0/s/x",') and body.endswith(");\n")
     assert "<" not in body and ">" not in body and "&" not in body and "\u2028" not in body
     assert json.loads(body[len('ECGV.receive("r0/s/x",'):-3])["raw"].startswith("</script>")
+
+
+def test_totals_the_run_wrote_are_shown_instead_of_recounted(runs: dict[str, RunView]) -> None:
+    """A results.json ``usage`` block (the run controls' totals, priced per model) wins over counting the turns."""
+    results = {"usage": {"cost_usd": 0.05, "per_model": {
+        "openai:big": {"roles": ["examinee"], "requests": 10, "without_usage": 2, "cost_usd": 0.04, "price_per_1m_usd": {"in": 2.5, "out": 10.0},
+                       "tokens": {"prompt_tokens": 12000, "completion_tokens": 1000, "total_tokens": 13000}},
+        "openai:judge": {"roles": ["judge"], "requests": 10, "without_usage": 0, "cost_usd": 0.01, "price_per_1m_usd": {"in": 1.0, "out": 2.0},
+                         "tokens": {"prompt_tokens": 8000, "completion_tokens": 1000, "total_tokens": 9000}}}}}
+    usage = run_usage(runs["a"].header, runs["a"].rows, results)
+    assert [(m["model"], m["role"], m["reported"], m["cost_usd"]) for m in usage["per_model"]] == [
+        ("openai:big", "examinee", 8, 0.04), ("openai:judge", "judge", 10, 0.01)]
+    assert usage["total"]["total_tokens"] == 22000 and usage["total"]["cost_usd"] == 0.05
+    assert usage["price"] is None  # two models, two prices: no single price line
