@@ -1,4 +1,4 @@
-"""Grounding figures for the HTML report: the ECG window, true span green, model's span blue.
+"""Grounding figures for the HTML report and the viewer: the ECG window, true span green, model's span blue.
 
 For every grounding turn (audit: lead and wave grounding, measurement bins
 shown without spans; QA: every item with evidence) the window is read from
@@ -6,8 +6,9 @@ the record and drawn with :func:`ecgtrace.tools.render.render_png`, whose
 ``highlight_spans_ms`` shade the true evidence and ``overlay_spans_ms`` outline
 the model's choice. When the record cannot be opened, the item's own image
 asset is shown (if any) above a strip drawn here with matplotlib that marks
-the same spans on the window's time axis. Everything comes back as
-``data:image/png;base64,...`` URIs.
+the same spans on the window's time axis. The report embeds them as
+``data:image/png;base64,...`` URIs (:func:`render_figure`); the viewer serves
+the PNG bytes as files, drawn on request at a larger scale (:func:`render_figure_png`).
 
 Wave-grounding options read like ``[5.62s - 5.81s]``. They are taken as
 seconds from the record start when they fall inside the window, otherwise as

@@ -201,3 +201,21 @@ def test_the_header_says_the_kind_also_for_format1_runs(runs: dict[str, Path], t
     (old / "results.json").unlink()
     html = render_html(old, max_images=0)
     assert "ecgtrace qa report" in html and "Summary per task" in html and "<td>kind</td><td>qa</td>" in html
+
+
+@pytest.mark.parametrize("kind", ["audit", "qa"])
+def test_report_has_the_viewers_plots_as_inline_svg_without_script(runs: dict[str, Path], kind: str) -> None:
+    """The same plot specs the viewer draws in the browser, drawn here in Python: bars with intervals, chance and prior lines."""
+    from ecgtrace.views.plots import run_plots
+    from ecgtrace.views.run_view import open_run
+
+    html = render_html(runs[kind], max_images=0)
+    specs = run_plots(open_run(runs[kind]))
+    assert specs and all(f'id="chart-{s["id"]}"' in html for s in specs)
+    first = specs[0]
+    assert html.count('class="bar"') >= len(first["bars"]) and 'class="ref ref-chance"' in html and 'class="ref ref-prior"' in html
+    if kind == "qa":
+        assert 'id="chart-timing_error"' in html and 'id="chart-count_error"' in html
+    else:
+        assert 'id="chart-depth"' in html and 'id="chart-heatmap"' in html
+    assert "<script" not in html.lower() and "Tokens and cost" in html

@@ -98,12 +98,35 @@
     return [...new Set(values.filter((v) => v !== null && v !== undefined && v !== ""))].sort((a, b) => compare(a, b));
   }
 
+  /** The search box and the filter selects (their values are the URL's); ``update(changes)`` applies a change. */
+  function filterControls(index, params, update) {
+    const qa = index.kind === "qa";
+    const stages = uniq(index.rows.flatMap((r) => r.stages));
+    const search = h("input", { type: "search", id: "f-q", placeholder: "search ids and answers", value: params.get("q") || "", "aria-label": "search" });
+    let timer = null;
+    search.addEventListener("input", () => { clearTimeout(timer); timer = setTimeout(() => update({ q: search.value.trim() }), 150); });
+    const any = [["", "any"]];
+    const controls = [search,
+      select("diagnosis", qa ? "finding" : "diagnosis", any.concat(uniq(index.rows.map((r) => r.diagnosis)).map((v) => [v, v])), params.get("diagnosis") || "", update),
+      select("stage", qa ? "task" : "stage", any.concat(stages.map((v) => [v, v])), params.get("stage") || "", update),
+      select("outcome", "outcome", any.concat([["correct", "correct"], ["wrong", "wrong"]]), params.get("outcome") || "", update),
+      select("parse", "parse failure", any.concat([["yes", "yes"], ["no", "no"]]), params.get("parse") || "", update),
+      select("error", "server error", any.concat([["yes", "yes"], ["no", "no"]]), params.get("error") || "", update)];
+    if (!qa) {
+      const firsts = uniq(index.rows.map((r) => r.first_wrong));
+      controls.push(select("first", "first wrong stage", any.concat([["none", "none (no wrong turn)"]], firsts.map((v) => [v, v])), params.get("first") || "", update));
+    }
+    controls.push(h("button", { type: "button", id: "f-reset", text: "reset", onclick: () => {
+      for (const k of [...FILTERS, "sort", "dir", "page"]) params.delete(k);
+      V.navigate(params, { replace: true });
+    } }));
+    return controls;
+  }
+
   V.views.samples = async function (root, ctx) {
     const index = await V.index(ctx.run);
     const params = ctx.params;
-    const qa = index.kind === "qa";
     let texts = params.get("q") ? await V.searchTexts(ctx.run) : null;
-    const stages = uniq(index.rows.flatMap((r) => r.stages));
     const bar = h("form", { class: "filters", id: "filters", onsubmit: (ev) => ev.preventDefault() });
     const body = h("div", { id: "table-wrap" });
     V.add(root, h("h2", { text: `Samples · ${ctx.app.runs[ctx.run].label}` }), bar, body);
@@ -118,24 +141,7 @@
       draw();
     };
 
-    const search = h("input", { type: "search", id: "f-q", placeholder: "search ids and answers", value: params.get("q") || "", "aria-label": "search" });
-    let timer = null;
-    search.addEventListener("input", () => { clearTimeout(timer); timer = setTimeout(() => update({ q: search.value.trim() }), 150); });
-    const any = [["", "any"]];
-    bar.append(search,
-      select("diagnosis", qa ? "finding" : "diagnosis", any.concat(uniq(index.rows.map((r) => r.diagnosis)).map((v) => [v, v])), params.get("diagnosis") || "", update),
-      select("stage", qa ? "task" : "stage", any.concat(stages.map((v) => [v, v])), params.get("stage") || "", update),
-      select("outcome", "outcome", any.concat([["correct", "correct"], ["wrong", "wrong"]]), params.get("outcome") || "", update),
-      select("parse", "parse failure", any.concat([["yes", "yes"], ["no", "no"]]), params.get("parse") || "", update),
-      select("error", "server error", any.concat([["yes", "yes"], ["no", "no"]]), params.get("error") || "", update));
-    if (!qa) {
-      const firsts = uniq(index.rows.map((r) => r.first_wrong));
-      bar.append(select("first", "first wrong stage", any.concat([["none", "none (no wrong turn)"]], firsts.map((v) => [v, v])), params.get("first") || "", update));
-    }
-    bar.append(h("button", { type: "button", id: "f-reset", text: "reset", onclick: () => {
-      for (const k of [...FILTERS, "sort", "dir", "page"]) params.delete(k);
-      V.navigate(params, { replace: true });
-    } }));
+    bar.append(...filterControls(index, params, update));
 
     function draw() {
       const list = V.filterSamples(index, params, texts);
