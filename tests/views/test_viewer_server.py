@@ -134,6 +134,16 @@ def test_view_command_static_and_bad_input(viewer_runs: dict[str, Path], tmp_pat
     assert main(["view", str(tmp_path)]) == 2
     assert "error:" in capsys.readouterr().err
     assert main(["view", str(viewer_runs["a"]), "--port", "70000"]) == 2
+    import socket
+
+    with socket.socket() as busy:  # a port someone else holds: one error line naming it, no traceback
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        capsys.readouterr()
+        assert main(["view", str(viewer_runs["a"]), "--port", str(port)]) == 2
+        err = capsys.readouterr().err
+        assert f"cannot listen on 127.0.0.1:{port}" in err and "Traceback" not in err
 
 
 def test_view_command_serves_on_a_free_port_until_interrupted(viewer_runs: dict[str, Path]) -> None:
