@@ -33,6 +33,7 @@ COMMANDS: tuple[str, ...] = (
     "qa-eval",
     "compare",
     "report",
+    "view",
     "debug",
     "bias",
 )
