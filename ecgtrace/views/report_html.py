@@ -204,9 +204,15 @@ def _results(root: Path, rows: list[dict[str, Any]], kind: str) -> dict[str, Any
     path = root / RESULTS
     if path.is_file():
         try:
-            return json.loads(path.read_text(encoding="utf-8"))
+            results = json.loads(path.read_text(encoding="utf-8"))
         except ValueError:
             pass
+        else:
+            if kind == "qa":
+                return results
+            from ecgtrace.metrics import current_results
+
+            return current_results(results, rows)  # a results.json of older metric definitions is recomputed
     if kind == "qa":
         from ecgtrace.agents.exam.qa_results import summarize_qa
 
