@@ -270,3 +270,15 @@ def test_one_wrong_grounding_answer_per_loop(dataset, tmp_path):
     assert overall["completion"]["value"] == 0.0  # every sample has a loop with grounding
     assert overall["depth"]["value"] == 2.0 and overall["depth"]["n"] == 13  # criterion + finding, then nothing before the wrong one
     assert (overall["stages"]["grounding"]["k"], overall["stages"]["grounding"]["n"]) == (4, 17)
+
+
+def test_a_report_of_an_erb_run_names_erb_leads_by_the_records_own_names(dataset, tmp_path):
+    from ecgtrace.views._report_images import audit_turn_spans
+    from ecgtrace.views.report_html import render_html
+
+    audit(dataset, tmp_path / "run", Sometimes(0.5, seed=4), prompt_style="erb")
+    html = render_html(tmp_path / "run", max_images=2)
+    assert "Decision acc." in html and "Lead V5" in html and "[6th QRS wave - 7th QRS wave]" in html
+    item = {"window": {"t0_s": 0.0, "t1_s": 10.0}, "record": {"leads": ["I", "II", "III", "AVR", "AVL", "AVF", "V1"]}}
+    true, model = audit_turn_spans({"kind": "lead", "answer": ["Lead aVL", "Lead V1"], "parsed": ["Lead aVL"], "parse_ok": True}, item)
+    assert [s["lead"] for s in true] == ["AVL", "V1"] and [s["lead"] for s in model] == ["AVL"]
