@@ -84,6 +84,28 @@ def _reject(rows: list[dict[str, Any]], source: Any, sample_id: Any, code: str, 
                  "code": code, "reason": reason})
 
 
+def _parse_all(found: list[Any], roots: list[Path], rate_hz: int, rejected: list[dict[str, Any]]) -> list[tuple[Any, ErbSample, Path]]:
+    """Check every sample and find its record; what fails goes to ``rejected`` (file, line, code, reason)."""
+    parsed: list[tuple[Any, ErbSample, Path]] = []
+    first_line: dict[str, str] = {}
+    for entry in found:
+        sample: ErbSample | None = None
+        try:
+            sample = parse_sample(entry)
+            if sample.item_id in first_line:
+                raise Rejected("duplicate_id", f"sample id {sample.sample_id} of {sample.data_source}/{sample.target_dx} "
+                                               f"already seen at {first_line[sample.item_id]}")
+            first_line[sample.item_id] = entry.where
+            parsed.append((entry, sample, _locate(sample, roots, rate_hz)))
+        except Rejected as exc:
+            meta = entry.obj.get("metadata") if isinstance(entry.obj, dict) else None
+            _reject(rejected, entry, meta.get("id") if isinstance(meta, dict) else None, exc.code, exc.reason)
+        except EcgTraceError as exc:
+            code = "record_missing" if isinstance(exc, RecordMissing) else "record_unreadable"
+            _reject(rejected, entry, sample.sample_id if sample else None, code, str(exc))
+    return parsed
+
+
 def import_erb(source: str | os.PathLike[str], roots: list[str | os.PathLike[str]], out_dir: str | os.PathLike[str], *,
                rate_hz: int = 500, settings: AssetSettings = AssetSettings(), release: str | None = None, workers: int = 1,
                limit: int | None = None) -> dict[str, Any]:
@@ -110,25 +132,10 @@ def import_erb(source: str | os.PathLike[str], roots: list[str | os.PathLike[str
     if missing_roots:
         raise InteropError(f"--records folder not found: {', '.join(missing_roots)}")
     _check_out_dir(out, src, root_paths)
-    found = read_source(src)[:limit] if limit else read_source(src)
+    found = read_source(src)
+    found = found[:limit] if limit else found
     rejected: list[dict[str, Any]] = []
-    parsed: list[tuple[Any, ErbSample, Path]] = []
-    first_line: dict[str, str] = {}
-    for entry in found:
-        try:
-            sample = parse_sample(entry)
-            if sample.item_id in first_line:
-                raise Rejected("duplicate_id", f"sample id {sample.sample_id} of {sample.data_source}/{sample.target_dx} "
-                                               f"already seen at {first_line[sample.item_id]}")
-            first_line[sample.item_id] = entry.where
-            parsed.append((entry, sample, _locate(sample, root_paths, int(rate_hz))))
-        except Rejected as exc:
-            _reject(rejected, entry, (entry.obj or {}).get("metadata", {}).get("id") if isinstance(entry.obj, dict) else None,
-                    exc.code, exc.reason)
-        except RecordMissing as exc:
-            _reject(rejected, entry, sample.sample_id, "record_missing", str(exc))
-        except EcgTraceError as exc:
-            _reject(rejected, entry, sample.sample_id, "record_unreadable", str(exc))
+    parsed = _parse_all(found, root_paths, int(rate_hz), rejected)
     jobs = {path: (str(path), str(out), f"{s.data_source}-{s.ecg_id}", settings, s.data_source) for _, s, path in parsed}
     rendered = _render_all(jobs, max(1, int(workers)))
     src_hash = _file_hash(src)

@@ -150,6 +150,23 @@ def test_bad_command_lines_are_one_error_each(erb_records, erb_fixtures, tmp_pat
     assert not (erb_records["ptbxl"] / "out").exists()
 
 
+def test_unreadable_and_non_12_lead_records_are_rejected(erb_records, erb_fixtures, tmp_path):
+    import shutil
+
+    root = tmp_path / "ptbxl"
+    shutil.copytree(erb_records["ptbxl"] / "records500", root / "records500")
+    dat = root / "records500" / "00000" / "00001_hr.dat"
+    dat.write_bytes(dat.read_bytes()[:1000])  # truncated signal file
+    hea = root / "records500" / "00000" / "00009_hr.hea"
+    lines = hea.read_text().splitlines()
+    hea.write_text("\n".join([lines[0].replace(" 12 ", " 11 ", 1), *lines[1:12]]) + "\n")  # V6 gone
+    assert import_erb(erb_fixtures / "ptbxl_new.jsonl", [root], tmp_path / "d", "--modalities", "text") == 0
+    rows = {r["line"]: r for r in map(json.loads, (tmp_path / "d" / "rejected.jsonl").read_text().splitlines())}
+    assert rows[1]["code"] == "record_unreadable" and "truncated signal file" in rows[1]["reason"]
+    assert rows[2]["code"] == "record_unreadable" and "not a 12-lead record (no lead V6)" in rows[2]["reason"]
+    assert len(load_audit(tmp_path / "d").items) == 7
+
+
 def test_no_sample_kept_is_an_error_that_still_writes_the_reasons(erb_fixtures, tmp_path, capsys):
     empty_root = tmp_path / "empty"
     empty_root.mkdir()
