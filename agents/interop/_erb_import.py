@@ -145,7 +145,7 @@ def import_erb(source: str | os.PathLike[str], roots: list[str | os.PathLike[str
         if why is not None:
             _reject(rejected, entry, sample.sample_id, "record_unreadable", why)
             continue
-        params = {"metadata": sample.metadata, "keys": sample.style, "file": entry.file, "line": entry.line, "file_sha256": src_hash,
+        params = {"sample_id": sample.sample_id, "metadata": sample.metadata, "keys": sample.style, "file": entry.file, "line": entry.line, "file_sha256": src_hash,
                   "release": release, "rate_hz": int(rate_hz) if sample.data_source == "ptbxl" else None,
                   "assets": settings.to_json(), "target_dx": sample.target_dx}
         item = item_json(sample, record=ref, assets=assets,

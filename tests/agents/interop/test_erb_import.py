@@ -87,6 +87,7 @@ def test_questions_options_and_answers_stay_verbatim(imported, erb_fixtures):
                 assert (g.answer if g.multi else [g.answer]) == rg["answer"]
         assert item.provenance.source == "erb" and item.provenance.params["metadata"] == sample["metadata"]
         assert item.provenance.params["keys"] == "new" and item.provenance.params["file"] == "ptbxl_new.jsonl"
+        assert item.provenance.params["sample_id"] == str(sample["metadata"]["id"]) and item.provenance.method == "ecgtrace.agents.interop.erb"
     items = {it.id: it for it in load_audit(imported).items}
     avb1 = items["erb-ptbxl-first_degree_av_block-1"].loops[1].grounding[1]
     assert avb1.answer == "Above 240ms" and avb1.options[0] == "[200ms - 210ms]"
@@ -124,6 +125,7 @@ def test_older_per_sample_files_with_old_key_names(erb_records, erb_fixtures, tm
     assert avb1.initial.options == ["Yes", "No", "I don't know"] and avb1.initial.answer == "Yes"  # from dx_label
     assert avb1.loops[1].grounding[0].answer == "[3.36s - 3.59s]" and not avb1.loops[1].grounding[0].multi
     assert avb1.provenance.params["keys"] == "old" and avb1.provenance.params["line"] is None
+    assert avb1.provenance.params["sample_id"] == "2001"  # older files name the sample by its file
     isch = items["erb-ptbxl-anterior_ischemia-2003"].loops[0].grounding[0]
     assert isch.multi and isch.answer == ["Lead V3", "Lead V4"]
     assert items["erb-ptbxl-complete_right_bundle_branch_block-2002"].path_id == "1"
