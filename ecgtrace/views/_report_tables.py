@@ -116,3 +116,22 @@ def qa_tables(results: dict[str, Any]) -> str:
             frows.append(["<i>hallucination rate</i>", fmt_prop(block.get("hallucination_rate"))])
             out += [f"<h3>{e(task)}: statistics within tolerance</h3>", table(["statistic", "accuracy"], frows)]
     return "\n".join(out)
+
+
+# ------------------------------------------------------------------ tokens and cost
+
+def usage_table(usage: dict[str, Any]) -> str:
+    """Requests, tokens and cost per model (:func:`ecgtrace.views.usage.run_usage`)."""
+    def cost(value: Any) -> str:
+        return "&ndash;" if value is None else e(f"${value:.4f}")
+
+    def row(name: str, role: str, b: dict[str, Any]) -> list[str]:
+        return [e(name), e(role), e(b["requests"]), e(b["reported"]), e(f"{b['prompt_tokens']:,}"), e(f"{b['completion_tokens']:,}"),
+                e(f"{b['total_tokens']:,}"), cost(b["cost_usd"])]
+
+    rows = [row(m["model"], m["role"], m) for m in usage["per_model"]] + [row("total", "", usage["total"])]
+    price = usage.get("price")
+    caption = (f"price ${price['in_per_mtok']:g} / ${price['out_per_mtok']:g} per 1M input / output tokens" if price
+               else "the run names no price: tokens only") + "; tokens as the server reported them"
+    return "<h2 id=usage>Tokens and cost</h2>" + table(
+        ["model", "role", "requests", "with usage", "prompt tokens", "completion tokens", "total tokens", "cost"], rows, caption=caption)

@@ -47,12 +47,20 @@ class DebugSample:
 
     def broke_at(self) -> int | None:
         """Index of the first wrong turn after the initial question (where the chain broke)."""
-        for turn in self.turns:
-            if turn.get("stage") == "initial":
-                continue
-            if turn.get("asked", True) and turn.get("correct") is False:
-                return int(turn.get("index", self.turns.index(turn)))
-        return None
+        return first_wrong_index(self.turns)
+
+
+def first_wrong_index(turns: list[dict[str, Any]]) -> int | None:
+    """Index of the first wrong asked turn after the initial question (where the chain broke), or None.
+
+    The debugger and the viewer's "first wrong stage" both count this way.
+    """
+    for position, turn in enumerate(turns):
+        if turn.get("stage") == "initial":
+            continue
+        if turn.get("asked", True) and turn.get("correct") is False:
+            return int(turn.get("index", position))
+    return None
 
 
 def load_debug_sample(run_dir: str | Path, sample_id: str) -> DebugSample:
