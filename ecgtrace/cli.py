@@ -28,10 +28,12 @@ COMMANDS: tuple[str, ...] = (
     "annotate",
     "delineate",
     "build",
+    "import",
     "templates",
     "audit",
     "qa-eval",
     "compare",
+    "export",
     "report",
     "view",
     "debug",
@@ -39,8 +41,12 @@ COMMANDS: tuple[str, ...] = (
 )
 
 
+#: Commands whose module name differs from the command (``import`` is a Python keyword).
+MODULE_NAMES: dict[str, str] = {"import": "import_"}
+
+
 def _command_module(name: str):
-    return importlib.import_module(f"ecgtrace.commands.{name.replace('-', '_')}")
+    return importlib.import_module(f"ecgtrace.commands.{MODULE_NAMES.get(name, name.replace('-', '_'))}")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -215,9 +215,18 @@ def audit_turn_spans(turn: dict[str, Any], item: dict[str, Any]) -> tuple[list[d
     if kind == "lead" and w:
         answer = turn.get("answer") if isinstance(turn.get("answer"), list) else [turn.get("answer")]
         parsed = turn.get("parsed") if isinstance(turn.get("parsed"), list) else ([turn.get("parsed")] if turn.get("parsed") else [])
-        return ([{"t0_ms": w[0], "t1_ms": w[1], "lead": a} for a in answer if a],
-                [{"t0_ms": w[0], "t1_ms": w[1], "lead": p} for p in parsed if p] if turn.get("parse_ok") else [])
+        leads = (item.get("record") or {}).get("leads") or []
+        return ([{"t0_ms": w[0], "t1_ms": w[1], "lead": _record_lead(a, leads)} for a in answer if a],
+                [{"t0_ms": w[0], "t1_ms": w[1], "lead": _record_lead(p, leads)} for p in parsed if p] if turn.get("parse_ok") else [])
     return [], []
+
+
+def _record_lead(option: str, leads: list[str]) -> str:
+    """The record's name of the lead an option names (ERB's "Lead aVR" -> the record's "AVR"); the option's lead otherwise."""
+    from ecgtrace.contracts.vocabulary import lead_of_option, standard_lead_name
+
+    lead = lead_of_option(str(option))
+    return next((name for name in leads if standard_lead_name(name) == lead), lead)
 
 
 def qa_spans(row: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

@@ -128,7 +128,8 @@ def rebuild_state(sample: DebugSample, item: dict[str, Any], base_dir: Path, tur
     identity = sample.header.get("identity", {})
     mode = identity.get("mode") or settings.get("mode") or sample.row.get("mode") or "teacher"
     modality = identity.get("modality") or settings.get("modality") or "text"
-    state = plan({"item": item, "run": {"mode": mode, "modality": modality, "base_dir": str(base_dir)}})
+    style = {"prompt_style": identity.get("prompt_style") or "lettered", "condensed": bool(identity.get("condensed"))}
+    state = plan({"item": item, "run": {"mode": mode, "modality": modality, "base_dir": str(base_dir), **style}})
     if not 0 <= turn_index < len(state["plan"]):
         raise RunError(f"sample {item['id']!r} has turns 0..{len(state['plan']) - 1}, not {turn_index}")
     return {**state, "cursor": turn_index, "turns": list(sample.turns[:turn_index]), "done": False}

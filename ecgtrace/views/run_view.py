@@ -50,16 +50,23 @@ def sample_key(sample_id: str) -> str:
 
 
 def read_results(root: Path, rows: list[dict[str, Any]], kind: str) -> dict[str, Any]:
-    """``results.json`` of the run, or the metrics computed from its rows when the file is missing or unreadable."""
+    """``results.json`` of the run, or the metrics computed from its rows when the file is missing or unreadable (or, for an
+    audit, was computed with older metric definitions: see :func:`ecgtrace.metrics.current_results`)."""
     path = root / RESULTS
-    if path.is_file():
-        try:
-            return json.loads(path.read_text(encoding="utf-8"))
-        except ValueError:
-            pass
     # metrics are those of the first epoch's asked samples (run controls may add repeats and skipped samples)
     first = [r for r in rows if not r.get("epoch")]
     asked = [r for r in first if not r.get("skipped")]
+    if path.is_file():
+        try:
+            results = json.loads(path.read_text(encoding="utf-8"))
+        except ValueError:
+            pass
+        else:
+            if kind == "qa":
+                return results
+            from ecgtrace.metrics import current_results
+
+            return current_results(results, asked)  # a results.json of older audit metric definitions is recomputed
     if kind == "qa":
         from ecgtrace.agents.exam.qa_results import summarize_qa
 

@@ -142,7 +142,8 @@ def test_stop_mode_stops_at_first_error_after_the_initial(tmp_path):
     turns = run.samples()[0]["turns"]
     assert [t["asked"] for t in turns] == [True] * 5 + [False] * 5
     assert [t["correct"] for t in turns[:5]] == [False, True, True, True, False]
-    assert results["overall"]["gt_rda"]["n"] == 0
+    assert results["overall"]["decision_acc"]["n"] == 0  # no decision was reached
+    assert (results["overall"]["gt_rda"]["k"], results["overall"]["gt_rda"]["n"]) == (0, 1)  # the last decision never reached: wrong
     assert results["overall"]["depth"]["value"] == pytest.approx((2 + 1 / 2 + 0) / 2)  # second loop never reached
 
 

@@ -203,6 +203,25 @@ def test_the_header_says_the_kind_also_for_format1_runs(runs: dict[str, Path], t
     assert "ecgtrace qa report" in html and "Summary per task" in html and "<td>kind</td><td>qa</td>" in html
 
 
+def test_an_old_run_folder_loads_and_says_which_metric_definitions_it_used(runs: dict[str, Path], tmp_path: Path) -> None:
+    """A run begun under metrics version 1 (header without metrics_version, results.json of version 1) is shown with
+    today's definitions, recomputed from its samples, and the report says so."""
+    old = tmp_path / "old"
+    shutil.copytree(runs["audit"], old)
+    header = json.loads((old / "header.json").read_text())
+    assert header["metrics_version"] == "2"
+    del header["metrics_version"]
+    (old / "header.json").write_text(json.dumps(header))
+    results = json.loads((old / "results.json").read_text())
+    results["provenance"]["version"] = "1"
+    results["overall"]["gt_rda"] = {"value": 0.123456, "k": 1, "n": 8, "ci95": [0.0, 1.0]}  # what version 1 might have said
+    (old / "results.json").write_text(json.dumps(results))
+    html = render_html(old, max_images=0)
+    assert "<td>metric definitions at start</td><td>version 1</td>" in html
+    assert "recomputed with version 2 (results.json holds version 1)" in html
+    assert "12.3%" not in html and "Decision acc." in html
+
+
 @pytest.mark.parametrize("kind", ["audit", "qa"])
 def test_report_has_the_viewers_plots_as_inline_svg_without_script(runs: dict[str, Path], kind: str) -> None:
     """The same plot specs the viewer draws in the browser, drawn here in Python: bars with intervals, chance and prior lines."""

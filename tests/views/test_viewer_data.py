@@ -72,9 +72,11 @@ def test_stage_bars_read_results_and_carry_both_levels(runs: dict[str, RunView])
 
 
 def test_depth_histogram_bins_hand_made_depths(runs: dict[str, RunView]) -> None:
-    """Depths per item (metrics' walk): 0 wave wrong -> 2 + 2/3; 1 finding unreadable -> 1; 2, 4 -> 2 + 2/3; 3 decision error -> 3; 5 -> 4."""
+    """Depths per item (metrics' walk, version 2: grounding credited up to the first wrong answer): 0 wave wrong -> 2 + 1/3
+    (the lead answer before it counts, the measurement after it not); 1 finding unreadable -> 1; 2, 4 -> 2 + 1/3;
+    3 decision error -> 3; 5 -> 4."""
     bins = {b["label"]: b["count"] for b in next(p for p in run_plots(runs["a"]) if p["id"] == "depth")["bins"]}
-    assert bins == {"0-0.5": 0, "0.5-1": 0, "1-1.5": 1, "1.5-2": 0, "2-2.5": 0, "2.5-3": 3, "3-3.5": 1, "3.5-4": 1}
+    assert bins == {"0-0.5": 0, "0.5-1": 0, "1-1.5": 1, "1.5-2": 0, "2-2.5": 3, "2.5-3": 0, "3-3.5": 1, "3.5-4": 1}
 
 
 def test_qa_error_distributions_by_hand() -> None:
