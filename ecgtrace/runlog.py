@@ -9,8 +9,10 @@ A run directory holds:
   ``run_id``, ``identity`` (everything that decides the results: dataset
   SHA-256, model, modality, mode, seed, limit, prompt version), ``settings``
   (things that may change between resumes: concurrency, timeout, base URL,
-  name of the API-key variable - never the key), ``versions`` and
-  ``created_utc``. Format 1 headers (``ecgtrace-audit-run/1``) are still read.
+  name of the API-key variable - never the key), ``versions``,
+  ``metrics_version`` (audit runs: the metric definitions in force when the run
+  began; older audit headers read as ``"1"``) and ``created_utc``. Format 1
+  headers (``ecgtrace-audit-run/1``) are still read.
 * ``samples.jsonl`` - append-only, one line per finished sample
   (:class:`~ecgtrace.contracts.AuditSample` or :class:`~ecgtrace.contracts.QASample`), fsynced.
 * ``results.json`` - metrics, rewritten atomically from ``samples.jsonl``.
@@ -34,6 +36,7 @@ from typing import Any
 from ecgtrace.contracts.runs import RUN_FORMAT, RunHeader
 from ecgtrace.errors import RunError
 from ecgtrace.jsonio import append_jsonl, read_jsonl, to_json_text, write_json_atomic, write_jsonl_atomic
+from ecgtrace.metrics import METRICS_VERSION
 
 FORMAT = RUN_FORMAT
 HEADER = "header.json"
@@ -100,8 +103,10 @@ class RunDir:
         else:
             if root.exists() and any(root.iterdir()):
                 raise RunError(f"{root} is not empty and has no {HEADER}; refusing to mix runs (use a new --run folder)")
-            header = RunHeader(kind=kind or identity.get("kind") or "audit", run_id=run_id_for(identity), identity=identity,  # type: ignore[arg-type]
+            run_kind = kind or identity.get("kind") or "audit"
+            header = RunHeader(kind=run_kind, run_id=run_id_for(identity), identity=identity,  # type: ignore[arg-type]
                                settings=settings or {}, versions=package_versions(),
+                               metrics_version=METRICS_VERSION if run_kind == "audit" else None,
                                created_utc=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")).to_json()
             write_json_atomic(header_path, header)
         run = cls(root, header)

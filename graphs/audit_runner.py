@@ -91,7 +91,7 @@ def _ask(ask_human: Callable[[dict[str, Any]], str] | None, question: dict[str, 
 
 
 async def run_audit(audit: AuditSet, run: RunDir, examinee: Examinee, *, mode: str = "teacher", modality: str = "text",
-                    concurrency: int = 8, limit: int | None = None,
+                    prompt_style: str = "lettered", condensed: bool = False, concurrency: int = 8, limit: int | None = None,
                     on_sample: Callable[[dict[str, Any]], None] | None = None,
                     ask_human: Callable[[dict[str, Any]], str] | None = None,
                     keep_checkpoints: bool = False, restart: set[str] | frozenset[str] = frozenset()) -> dict[str, Any]:
@@ -103,6 +103,8 @@ async def run_audit(audit: AuditSet, run: RunDir, examinee: Examinee, *, mode: s
         examinee: the model under test.
         mode: ``teacher`` or ``stop``.
         modality: ``image``, ``text`` or ``both``.
+        prompt_style: ``lettered`` (ecgtrace's) or ``erb`` (full option texts, no letters).
+        condensed: show the options only on the question being asked (ERB's condensed chat).
         concurrency: samples in flight at once (1 for a human examinee).
         limit: only the first ``limit`` items of the file.
         on_sample: called with each row appended to samples.jsonl (progress).
@@ -115,7 +117,8 @@ async def run_audit(audit: AuditSet, run: RunDir, examinee: Examinee, *, mode: s
             (``--retry-errors`` after :meth:`RunDir.drop_samples`).
     """
     items = audit.items[:limit] if limit else list(audit.items)
-    run_cfg = {"mode": mode, "modality": modality, "base_dir": str(audit.base_dir)}
+    run_cfg = {"mode": mode, "modality": modality, "base_dir": str(audit.base_dir), "prompt_style": prompt_style,
+               "condensed": bool(condensed)}
     context = AuditContext(examinee=examinee, base_dir=str(audit.base_dir))
 
     async with sqlite_checkpointer(run.checkpoint_path) as saver:

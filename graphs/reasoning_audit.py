@@ -18,6 +18,11 @@ is rebuilt from the turns). The ECG is loaded and attached only when a request i
 examinee is runtime context (:class:`AuditContext`), not state; with no
 context (``langgraph dev``) the ``oracle`` answers.
 
+Prompt style (``state["run"]["prompt_style"]``, ``"condensed"``): ecgtrace's
+lettered options (default) or ERB's full option texts without letters, and
+optionally ERB's condensed chat, in which only the question being asked shows
+its options (:mod:`ecgtrace.agents.exam.prompt_styles`).
+
 Each model turn is one superstep, so a checkpointed thread resumes at the
 first unanswered turn. A ``human`` examinee's turn is answered through an
 ``interrupt()`` in the ``human`` node, which does nothing else.
@@ -38,7 +43,8 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
-from ecgtrace.agents.audit.examiner import build_request, format_prompt, not_asked, plan_turns, render_answer, score_reply
+from ecgtrace.agents.audit.examiner import build_request, format_prompt, not_asked, plan_turns, render_answer, run_style, score_reply
+from ecgtrace.agents.exam.prompt_styles import PROMPT_STYLES
 from ecgtrace.agents.exam.examinees import Examinee, Reply, make_examinee
 from ecgtrace.agents.exam.messages import resolve_asset, shown_files
 from ecgtrace.contracts.audit import AuditItem
@@ -54,7 +60,7 @@ class AuditState(TypedDict, total=False):
     """Plain-JSON state of one sample's thread.
 
     Input: ``item`` (an AuditItem as JSON) and ``run`` ({"mode", "modality",
-    "base_dir"}: folder that asset paths are relative to). The rest is filled in:
+    "base_dir": folder that asset paths are relative to, "prompt_style", "condensed"}). The rest is filled in:
     ``plan`` (turn specs), ``cursor`` (the next turn), ``turns`` (TurnRow JSON),
     ``pending`` (a human's open question), ``done``.
     The conversation history is not stored: :func:`history` rebuilds it from
@@ -86,14 +92,17 @@ def item_of(state: AuditState) -> AuditItem:
 
 
 def history(state: AuditState) -> list[dict[str, str]]:
-    """The conversation so far: each asked prompt, then the model's own initial answer
-    or, for every later turn, the ground-truth answer (teacher forcing)."""
+    """The conversation so far: each asked prompt (in a condensed chat, its question alone), then the
+    model's own initial answer or, for every later turn, the ground-truth answer (teacher forcing)."""
+    style = run_style(state.get("run") or {})
     out: list[dict[str, str]] = []
     for record in state["turns"]:
         if not record["asked"]:
             break
-        said = (record["raw"] or "") if record["stage"] == "initial" else render_answer(state["plan"][record["index"]])
-        out += [{"role": "user", "content": record["prompt"]}, {"role": "assistant", "content": said}]
+        turn = state["plan"][record["index"]]
+        said = (record["raw"] or "") if record["stage"] == "initial" else render_answer(turn, style)
+        asked = format_prompt(turn, style, current=False) if style.condensed else record["prompt"]
+        out += [{"role": "user", "content": asked}, {"role": "assistant", "content": said}]
     return out
 
 
@@ -105,11 +114,12 @@ async def answer_turn(state: AuditState, examinee: Examinee, base_dir: str | Non
     ``base_dir`` overrides ``state["run"]["base_dir"]`` (where the assets are now).
     """
     turn = state["plan"][state["cursor"]]
-    prompt = format_prompt(turn)
     run = state["run"]
-    request = build_request(history(state), prompt, item_of(state), base_dir or run["base_dir"], run["modality"])
+    style = run_style(run)
+    prompt = format_prompt(turn, style)
+    request = build_request(history(state), prompt, item_of(state), base_dir or run["base_dir"], run["modality"], style)
     reply = await examinee.answer(request, turn)
-    return score_reply(turn, prompt, reply)
+    return score_reply(turn, prompt, reply, style)
 
 
 def _advance(state: AuditState, record: dict[str, Any]) -> dict[str, Any]:
@@ -140,9 +150,11 @@ def _examinee(runtime: Runtime[AuditContext] | None) -> Examinee:
 
 def plan(state: AuditState) -> dict[str, Any]:
     """Validate the item and the run settings, lay out every turn; reset the conversation."""
-    run = {"mode": "teacher", "modality": "text", "base_dir": ".", **(state.get("run") or {})}
+    run = {"mode": "teacher", "modality": "text", "base_dir": ".", "prompt_style": "lettered", "condensed": False, **(state.get("run") or {})}
     if run["mode"] not in EXAM_MODES:
         raise ValueError(f"unknown mode {run['mode']!r}")
+    if run["prompt_style"] not in PROMPT_STYLES:
+        raise ValueError(f"unknown prompt style {run['prompt_style']!r}")
     if run["modality"] not in EXAM_MODALITIES:
         raise ValueError(f"unknown modality {run['modality']!r}")
     item = item_of(state)
@@ -155,7 +167,7 @@ async def ask(state: AuditState, runtime: Runtime[AuditContext]) -> dict[str, An
     examinee = _examinee(runtime)
     if examinee.interactive:
         turn = state["plan"][state["cursor"]]
-        return {"pending": {"prompt": format_prompt(turn), "turn": turn["index"]}}
+        return {"pending": {"prompt": format_prompt(turn, run_style(state["run"])), "turn": turn["index"]}}
     record = await answer_turn(state, examinee, getattr(runtime.context, "base_dir", None))
     return _advance(state, record)
 
@@ -168,7 +180,7 @@ def human(state: AuditState) -> dict[str, Any]:
     ecg = {kind: str(resolve_asset(state["run"]["base_dir"], paths[0])) for kind, paths in files.items() if paths}  # files to open
     typed = interrupt({"sample_id": state["item"]["id"], "turn": turn["index"], "of": len(state["plan"]),
                        "stage": turn["stage"], "prompt": prompt, "ecg": ecg})
-    return _advance(state, score_reply(turn, prompt, Reply(raw=str(typed))))
+    return _advance(state, score_reply(turn, prompt, Reply(raw=str(typed)), run_style(state["run"])))
 
 
 # ---------------------------------------------------------------------- wiring

@@ -6,7 +6,8 @@ which stores ready-made messages in ``qa.jsonl``.
 
 * :func:`option_lines` is the one formatter of lettered options (``A. Yes``);
   :func:`closed_prompt`, :func:`question_prompt` and :func:`dataset_prompt`
-  lay a question out around it.
+  lay a question out around it (ERB's layout and the audit's prompt styles
+  are in :mod:`ecgtrace.agents.exam.prompt_styles`).
 * :func:`resolve_asset` is the one way an asset path becomes a file: relative to
   the dataset folder, and refused when the resolved path leaves it.
 * :func:`check_modality` refuses, before any model call, an item that cannot be
@@ -87,6 +88,7 @@ def lettered_answer(options: list[str], answer: str | list[str]) -> str:
     """The answer as the assistant would have said it (``"A. MLII, C. V5"``): teacher forcing."""
     answers = answer if isinstance(answer, list) else [answer]
     return ", ".join(f"{LETTERS[options.index(a)]}. {a}" for a in answers)
+
 
 
 # ------------------------------------------------------------------ items and assets
@@ -193,6 +195,8 @@ class Layout:
         prompt_first: the question comes before the ECG (stored datasets) instead of after it.
         inline_images: images as data URIs (sent now) or as their relative paths (stored, inlined when sent).
         text_as_string: a first message that is all text becomes one string (content parts cost the SDK ~3x more CPU).
+        paper_note: when images are shown, the system prompt also says what the ECG paper's squares mean
+            (:data:`ecgtrace.tools.render.PAPER_NOTE`: a large square is 0.2 s x 0.5 mV).
     """
 
     system_prompt: str | None
@@ -202,6 +206,7 @@ class Layout:
     prompt_first: bool = False
     inline_images: bool = True
     text_as_string: bool = False
+    paper_note: bool = False
 
 
 #: The reasoning audit: a conversation; the ECG rides on the first user message.
@@ -209,7 +214,7 @@ AUDIT = Layout(
     system_prompt=("You are a cardiologist reading an electrocardiogram (ECG). You will be asked a series of "
                    "multiple-choice questions about the ECG shown in the first message. Answer each question with "
                    "the letter of your choice followed by the option text, for example 'B. No'."),
-    signal_joins="\n", text_as_string=True)
+    signal_joins="\n", text_as_string=True, paper_note=True)
 #: QA items without messages of their own: one request per item.
 QA = Layout(system_prompt=("You are a cardiologist reading a Holter electrocardiogram (ECG). Answer the question about the ECG "
                            "shown in this message. Times are in milliseconds from the recording start unless stated otherwise."))
@@ -256,7 +261,12 @@ def request_messages(layout: Layout, base_dir: str | Path, modality: str, *, tex
     content: Any = parts
     if layout.text_as_string and all(p["type"] == "text" for p in parts):
         content = "\n\n".join(p["text"] for p in parts)
-    messages = [{"role": "system", "content": layout.system_prompt}] if layout.system_prompt else []
+    system = layout.system_prompt
+    if system and layout.paper_note and images and modality in ("image", "both"):
+        from ecgtrace.tools.render import PAPER_NOTE
+
+        system = f"{system} {PAPER_NOTE}"
+    messages = [{"role": "system", "content": system}] if system else []
     return [*messages, {"role": "user", "content": content}, *turns[1:]]
 
 

@@ -16,6 +16,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_model_options(parser)
     parser.add_argument("--mode", choices=EXAM_MODES, default="teacher",
                         help="teacher: ground truth enters the history after each turn; stop: the chain stops at the first error")
+    parser.add_argument("--prompt-style", choices=("lettered", "erb"), default="lettered",
+                        help="lettered: options as 'A. ...', answered by letter (default); erb: ERB's layout, full option texts, no letters")
+    parser.add_argument("--condensed", action="store_true",
+                        help="show a question's options only while it is asked; earlier questions stay in the chat as their text (ERB's condensed chat)")
     parser.add_argument("--retry-errors", action="store_true",
                         help="on resume, run again the finished samples that have a server error in any turn")
     parser.add_argument("--keep-checkpoints", action="store_true",
@@ -41,13 +45,15 @@ def run(args: argparse.Namespace) -> int:
 
     def audit_now(on_sample):  # noqa: ANN001, ANN202
         return asyncio.run(run_audit(audit, run_dir, examinee, mode=args.mode, modality=args.modality,
-                                     concurrency=args.concurrency, limit=args.limit, on_sample=on_sample,
-                                     ask_human=ask_at_terminal(console), keep_checkpoints=args.keep_checkpoints, restart=retry))
+                                     prompt_style=args.prompt_style, condensed=args.condensed, concurrency=args.concurrency,
+                                     limit=args.limit, on_sample=on_sample, ask_human=ask_at_terminal(console),
+                                     keep_checkpoints=args.keep_checkpoints, restart=retry))
 
     results = run_with_progress(audit_now, console=console, label="audit", total=len(items), done=done_before,
                                 quiet=args.quiet or examinee.interactive)
     if not args.quiet:
-        print_results(results, title=f"{args.model} - {args.mode} - {args.modality}")
+        style = args.prompt_style + (", condensed" if args.condensed else "")
+        print_results(results, title=f"{args.model} - {args.mode} - {args.modality} - {style}")
     _warn_server_errors(results)
     return 0
 
@@ -70,7 +76,8 @@ def identity_of(audit, args: argparse.Namespace) -> dict:  # noqa: ANN001
 
     return {"dataset_sha256": audit.sha256, "dataset_items": len(audit.items), "model": args.model,
             "modality": args.modality, "mode": args.mode, "seed": args.seed, "limit": args.limit,
-            "max_tokens": args.max_tokens, "temperature": args.temperature, "prompt_version": PROMPT_VERSION}
+            "max_tokens": args.max_tokens, "temperature": args.temperature, "prompt_version": PROMPT_VERSION,
+            "prompt_style": args.prompt_style, "condensed": bool(args.condensed)}
 
 
 def _samples_to_retry(run_dir, args: argparse.Namespace, console) -> set[str]:  # noqa: ANN001
@@ -108,12 +115,13 @@ def print_results(results: dict, title: str = "") -> None:
     from rich.table import Table
 
     table = Table(title=escape(f"reasoning audit {title}".strip()))
-    for column in ("diagnosis", "n", "IDA", "GT-RDA", "Completion", "Depth (0-4)", "errors"):
+    for column in ("diagnosis", "n", "IDA", "GT-RDA", "Decision acc.", "Completion", "Depth (0-4)", "errors"):
         table.add_column(column, justify="right" if column != "diagnosis" else "left")
     blocks = [*results["per_diagnosis"].items(), ("overall", results["overall"])]
     for name, block in blocks:
-        table.add_row(escape(name), str(block["n"]), _fmt(block["ida"]), _fmt(block["gt_rda"]), _fmt(block["completion"]),
-                      _fmt(block["depth"]), str(block["turns"]["errors"]), style="bold" if name == "overall" else None)
+        table.add_row(escape(name), str(block["n"]), _fmt(block["ida"]), _fmt(block["gt_rda"]), _fmt(block.get("decision_acc") or {}),
+                      _fmt(block["completion"]), _fmt(block["depth"]), str(block["turns"]["errors"]),
+                      style="bold" if name == "overall" else None)
     console = Console()
     console.print(table)
     stages = Table(title="per-stage accuracy (overall)")

@@ -50,6 +50,9 @@ class RunHeader(BaseModel):
     settings: dict[str, Any] = Field(default_factory=dict)
     versions: dict[str, Any] = Field(default_factory=dict)
     created_utc: str | None = None
+    #: The audit metric definitions in force when the run began (:data:`ecgtrace.metrics.METRICS_VERSION`);
+    #: audit headers written before it was recorded began under version 1. None for QA runs.
+    metrics_version: str | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -59,6 +62,8 @@ class RunHeader(BaseModel):
             data = {**data, "kind": "qa" if identity.get("kind") == "qa" else "audit"}
         if isinstance(data, dict) and "format" not in data:  # a new header: the format its kind needs
             data = {**data, "format": RUN_FORMAT_OF_KIND.get(str(data.get("kind")), RUN_FORMAT)}
+        if isinstance(data, dict) and data.get("kind") == "audit" and data.get("metrics_version") is None:
+            data = {**data, "metrics_version": "1"}
         return data
 
     @model_validator(mode="after")

@@ -171,3 +171,23 @@ RUN_KINDS: tuple[str, ...] = ("audit", "qa", "probe")
 #: Counterfactual probes: the evidence taken out, moved, the same question asked of an opposite window,
 #: and a control edit that changes nothing a reader should see (:mod:`ecgtrace.tools.counterfactual`).
 COUNTERFACTUAL_KINDS: tuple[str, ...] = ("remove", "move", "swap", "control")
+
+
+# ----------------------------------------------------------------------- leads
+
+#: The 12 standard leads in the order a 12-lead ECG is shown (ERB's order): limb leads, augmented, precordial.
+TWELVE_LEADS: tuple[str, ...] = ("I", "II", "III", "aVR", "aVL", "aVF", "V1", "V2", "V3", "V4", "V5", "V6")
+_LEAD_BY_UPPER: dict[str, str] = {lead.upper(): lead for lead in TWELVE_LEADS}
+
+
+def standard_lead_name(name: str) -> str:
+    """A lead name in its standard spelling (``"AVR"`` -> ``"aVR"``, ``"v1"`` -> ``"V1"``); other names unchanged."""
+    return _LEAD_BY_UPPER.get(name.strip().upper(), name.strip())
+
+
+def lead_of_option(option: str) -> str:
+    """The lead a lead-grounding option names: ERB's ``"Lead V1"`` and ecgtrace's ``"V1"`` both give ``"V1"``."""
+    text = option.strip()
+    if text[:5].lower() == "lead ":
+        text = text[5:]
+    return standard_lead_name(text)

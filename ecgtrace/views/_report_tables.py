@@ -43,8 +43,13 @@ def run_table(header: dict[str, Any], results: dict[str, Any] | None) -> str:
             rows.append([e(key), e(identity[key])])
     if settings.get("dataset_path"):
         rows.append(["dataset", e(settings["dataset_path"])])
+    if header.get("metrics_version"):
+        rows.append(["metric definitions at start", e(f"version {header['metrics_version']}")])
     if results:
         rows.append(["finished", e(f"{results.get('n_finished', '?')} of {results.get('n_items', '?')} samples")])
+        if results.get("recomputed_from"):
+            rows.append(["metrics", e(f"recomputed with version {(results.get('provenance') or {}).get('version')} "
+                                      f"(results.json holds version {results['recomputed_from']})")])
     versions = header.get("versions") or {}
     if versions:
         rows.append(["versions", e(", ".join(f"{k} {v}" for k, v in sorted(versions.items())))])
@@ -56,10 +61,13 @@ def run_table(header: dict[str, Any], results: dict[str, Any] | None) -> str:
 def audit_tables(results: dict[str, Any]) -> str:
     overall = results["overall"]
     blocks = [*results.get("per_diagnosis", {}).items(), ("overall", overall)]
-    rows = [[e(name), e(b["n"]), fmt_prop(b["ida"]), fmt_prop(b["gt_rda"]), fmt_prop(b["completion"]), fmt_mean(b["depth"]),
-             e(b["turns"]["errors"]), e(b["turns"]["parse_failures"])] for name, b in blocks]
-    out = ["<h2 id=summary>Summary</h2>", table(["diagnosis", "n", "IDA", "GT-RDA", "Completion", "Depth (0-4)", "errors", "parse failures"],
-                                                 rows, caption="Reasoning-audit metrics with 95% intervals (Wilson; depth: normal)")]
+    rows = [[e(name), e(b["n"]), fmt_prop(b["ida"]), fmt_prop(b["gt_rda"]), fmt_prop(b.get("decision_acc")), fmt_prop(b["completion"]),
+             fmt_mean(b["depth"]), fmt_mean(b.get("depth_per_sample")), e(b["turns"]["errors"]), e(b["turns"]["parse_failures"])]
+            for name, b in blocks]
+    out = ["<h2 id=summary>Summary</h2>",
+           table(["diagnosis", "n", "IDA", "GT-RDA", "Decision acc.", "Completion", "Depth (0-4)", "Depth per sample", "errors", "parse failures"],
+                 rows, caption="Reasoning-audit metrics with 95% intervals (Wilson; Depth pooled over loops, clustered by sample; "
+                               "GT-RDA: last loop's decision per sample; Decision acc.: every decision turn)")]
     stage_keys = sorted({k for _, b in blocks for k in b.get("stages", {})})
     if stage_keys:
         stage_rows = [[e(name)] + [fmt_prop(b.get("stages", {}).get(k)) for k in stage_keys] for name, b in blocks]
@@ -108,3 +116,22 @@ def qa_tables(results: dict[str, Any]) -> str:
             frows.append(["<i>hallucination rate</i>", fmt_prop(block.get("hallucination_rate"))])
             out += [f"<h3>{e(task)}: statistics within tolerance</h3>", table(["statistic", "accuracy"], frows)]
     return "\n".join(out)
+
+
+# ------------------------------------------------------------------ tokens and cost
+
+def usage_table(usage: dict[str, Any]) -> str:
+    """Requests, tokens and cost per model (:func:`ecgtrace.views.usage.run_usage`)."""
+    def cost(value: Any) -> str:
+        return "&ndash;" if value is None else e(f"${value:.4f}")
+
+    def row(name: str, role: str, b: dict[str, Any]) -> list[str]:
+        return [e(name), e(role), e(b["requests"]), e(b["reported"]), e(f"{b['prompt_tokens']:,}"), e(f"{b['completion_tokens']:,}"),
+                e(f"{b['total_tokens']:,}"), cost(b["cost_usd"])]
+
+    rows = [row(m["model"], m["role"], m) for m in usage["per_model"]] + [row("total", "", usage["total"])]
+    price = usage.get("price")
+    caption = (f"price ${price['in_per_mtok']:g} / ${price['out_per_mtok']:g} per 1M input / output tokens" if price
+               else "the run names no price: tokens only") + "; tokens as the server reported them"
+    return "<h2 id=usage>Tokens and cost</h2>" + table(
+        ["model", "role", "requests", "with usage", "prompt tokens", "completion tokens", "total tokens", "cost"], rows, caption=caption)

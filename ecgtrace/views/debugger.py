@@ -47,12 +47,20 @@ class DebugSample:
 
     def broke_at(self) -> int | None:
         """Index of the first wrong turn after the initial question (where the chain broke)."""
-        for turn in self.turns:
-            if turn.get("stage") == "initial":
-                continue
-            if turn.get("asked", True) and turn.get("correct") is False:
-                return int(turn.get("index", self.turns.index(turn)))
-        return None
+        return first_wrong_index(self.turns)
+
+
+def first_wrong_index(turns: list[dict[str, Any]]) -> int | None:
+    """Index of the first wrong asked turn after the initial question (where the chain broke), or None.
+
+    The debugger and the viewer's "first wrong stage" both count this way.
+    """
+    for position, turn in enumerate(turns):
+        if turn.get("stage") == "initial":
+            continue
+        if turn.get("asked", True) and turn.get("correct") is False:
+            return int(turn.get("index", position))
+    return None
 
 
 def load_debug_sample(run_dir: str | Path, sample_id: str) -> DebugSample:
@@ -122,7 +130,8 @@ def rebuild_state(sample: DebugSample, item: dict[str, Any], base_dir: Path, tur
     identity = sample.header.get("identity", {})
     mode = identity.get("mode") or settings.get("mode") or sample.row.get("mode") or "teacher"
     modality = identity.get("modality") or settings.get("modality") or "text"
-    state = plan({"item": item, "run": {"mode": mode, "modality": modality, "base_dir": str(base_dir)}})
+    style = {"prompt_style": identity.get("prompt_style") or "lettered", "condensed": bool(identity.get("condensed"))}
+    state = plan({"item": item, "run": {"mode": mode, "modality": modality, "base_dir": str(base_dir), **style}})
     if not 0 <= turn_index < len(state["plan"]):
         raise RunError(f"sample {item['id']!r} has turns 0..{len(state['plan']) - 1}, not {turn_index}")
     return {**state, "cursor": turn_index, "turns": list(sample.turns[:turn_index]), "done": False}
