@@ -166,7 +166,10 @@ def build_probe_set(dataset: str | Path, out_dir: str | Path, *, kinds: list[str
         raise ProbeSetError("an audit item and a QA item share an id; a probe run could not tell their samples apart")
     write_jsonl_atomic(out / PAIRS, pairs)
     for source, items in written.items():
-        write_jsonl_atomic(dataset_file(out, source), items)
+        if items:
+            write_jsonl_atomic(dataset_file(out, source), items)
+        else:  # no original of this source kept a counterfactual: no file, so the set still loads (pairs.jsonl says why)
+            dataset_file(out, source).unlink(missing_ok=True)
     if not n_originals:
         raise ProbeSetError(f"{dataset}: no item to probe" + (f" among {', '.join(only)}" if only else ""))
     manifest = ProbeManifest(dataset={"path": str(root), "identity": ident}, kinds=kinds, seed=int(seed), limit=limit, n_originals=n_originals,  # type: ignore[arg-type]

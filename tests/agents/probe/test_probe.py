@@ -179,3 +179,24 @@ def test_the_probe_command_builds_reuses_and_refuses_another_set(dataset, probe_
              "--max-per-group", "3"]
     assert main(other) != 0  # the folder holds a set built with other settings
     assert "another --probe-set folder" in capsys.readouterr().err
+
+
+def test_a_source_whose_every_counterfactual_was_dropped_still_loads_and_says_why(dataset, tmp_path) -> None:
+    """A QA file whose only item's record is gone: no qa.jsonl in the set (an empty one would not load), the drops in pairs.jsonl."""
+    from ecgtrace.agents.probe.builder import build_probe_set
+    from ecgtrace.graphs.probe_runner import load_probe_set
+    from ecgtrace.jsonio import read_jsonl
+
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "audit.jsonl").write_text((dataset / "audit.jsonl").read_text())
+    qa = [dict(r) for r in read_jsonl(dataset / "qa.jsonl")][:1]
+    qa[0]["record"] = {**qa[0]["record"], "path": str(tmp_path / "gone" / "holter")}
+    write_jsonl_atomic(data / "qa.jsonl", qa)
+    manifest = build_probe_set(data, tmp_path / "set", kinds=["remove", "control"], seed=0, max_per_group=1, only=["pvc", "closed_presence"])
+    assert not (tmp_path / "set" / "qa.jsonl").exists()
+    probe = load_probe_set(tmp_path / "set")
+    assert probe.qa == [] and probe.audit
+    qa_pairs = [p for p in probe.pairs if p["source"] == "qa"]
+    assert qa_pairs and all(p["status"] == "dropped" and p["reason"].startswith("record_unreadable") for p in qa_pairs)
+    assert manifest["counts"]["qa"]["remove"]["dropped"] == 1
