@@ -81,15 +81,28 @@ def open_probe_set(out_dir: str | Path, ident: dict[str, Any]) -> dict[str, Any]
     return manifest
 
 
-def pick_originals(items: list[dict[str, Any]], group: Callable[[dict[str, Any]], str], max_per_group: int, limit: int | None) -> list[dict[str, Any]]:
-    """At most ``max_per_group`` items per group, groups taken in turn (round robin, id order), at most ``limit`` in all."""
+def pick_originals(items: list[dict[str, Any]], group: Callable[[dict[str, Any]], str], max_per_group: int, limit: int | None,
+                   family: Callable[[str], str] | None = None) -> list[dict[str, Any]]:
+    """At most ``max_per_group`` items per group, groups taken in turn (round robin, id order), at most ``limit`` in all.
+
+    ``family`` (a group's family, e.g. its QA task): groups are taken one
+    family after another (each family's first group, then each one's second
+    ...), so a small ``limit`` still covers every family instead of the first
+    family's groups only.
+    """
     buckets: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for item in sorted(items, key=lambda it: it["id"]):
         if len(buckets[group(item)]) < max_per_group:
             buckets[group(item)].append(item)
+    order = sorted(buckets)
+    if family is not None:
+        members: dict[str, list[str]] = defaultdict(list)
+        for g in order:
+            members[family(g)].append(g)
+        order = sorted(order, key=lambda g: (members[family(g)].index(g), family(g)))
     out: list[dict[str, Any]] = []
     for rank in range(max_per_group):
-        out += [buckets[g][rank] for g in sorted(buckets) if rank < len(buckets[g])]
+        out += [buckets[g][rank] for g in order if rank < len(buckets[g])]
     return out[:limit] if limit else out
 
 
@@ -156,7 +169,7 @@ def build_probe_set(dataset: str | Path, out_dir: str | Path, *, kinds: list[str
             from ecgtrace.agents.probe.qa import probe_qa, qa_group
 
             wanted = [it for it in pool if qa_group(it) and (not only or it["task"] in only)]
-            chosen = pick_originals(wanted, qa_group, max_per_group, limit)
+            chosen = pick_originals(wanted, qa_group, max_per_group, limit, family=lambda g: g.split(":")[0])  # presence, counting, timing in turn
             got, items = probe_qa(chosen, pool, kinds, out, seed, progress, base_dir=loaded.base_dir)
         n_originals += len(chosen)
         pairs += got

@@ -200,3 +200,16 @@ def test_a_source_whose_every_counterfactual_was_dropped_still_loads_and_says_wh
     qa_pairs = [p for p in probe.pairs if p["source"] == "qa"]
     assert qa_pairs and all(p["status"] == "dropped" and p["reason"].startswith("record_unreadable") for p in qa_pairs)
     assert manifest["counts"]["qa"]["remove"]["dropped"] == 1
+
+
+def test_originals_are_taken_group_by_group_and_qa_tasks_in_turn() -> None:
+    from ecgtrace.agents.probe.builder import pick_originals
+
+    items = [{"id": f"{task}-{kind}-{n}", "g": f"{task}:{kind}"} for task in ("closed_count", "closed_presence", "closed_timing")
+             for kind in ("pac", "pvc", "vt") for n in range(2)]
+    plain = pick_originals(items, lambda it: it["g"], 2, 4)
+    assert [it["id"] for it in plain] == ["closed_count-pac-0", "closed_count-pvc-0", "closed_count-vt-0", "closed_presence-pac-0"]
+    spread = pick_originals(items, lambda it: it["g"], 2, 4, family=lambda g: g.split(":")[0])
+    assert [it["id"] for it in spread] == ["closed_count-pac-0", "closed_presence-pac-0", "closed_timing-pac-0", "closed_count-pvc-0"]
+    everything = pick_originals(items, lambda it: it["g"], 2, None, family=lambda g: g.split(":")[0])
+    assert sorted(it["id"] for it in everything) == sorted(it["id"] for it in items)  # the order changes, never the choice
