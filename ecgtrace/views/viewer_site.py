@@ -61,6 +61,12 @@ class ViewerSite:
     """The served runs and every file of the viewer, computed on first use and kept (safe to use from several threads)."""
 
     def __init__(self, runs: list[RunView]) -> None:
+        from ecgtrace.errors import RunError
+
+        probes = [run for run in runs if run.kind == "probe"]
+        if probes:  # its rows wrap original/counterfactual samples the viewer's pages do not read; shown empty they would mislead
+            raise RunError(f"{probes[0].root} is a probe run: its pairs (the original strip above the edited one) are in its report.html "
+                           f"(ecgtrace report {probes[0].root}); the viewer reads audit and QA runs")
         self.runs = runs
         self._cache: dict[str, bytes] = {}
         self._rows = [run.by_key() for run in runs]
