@@ -17,6 +17,7 @@ from ecgtrace.agents.exam import messages
 from ecgtrace.agents.exam.examinees.base import Reply
 from ecgtrace.agents.exam.turns import closed_row, turn_spec, unasked_row
 from ecgtrace.contracts.audit import AuditItem
+from ecgtrace.tools.text_encodings import RAW, TextEncoding
 
 #: Bump when prompts or scoring change: it is part of a run's identity.
 PROMPT_VERSION = "1"
@@ -73,11 +74,12 @@ def ecg_content(item: AuditItem | dict[str, Any], base_dir: str | Path, modality
 
 
 def build_request(history: list[dict[str, Any]], prompt: str, item: AuditItem | dict[str, Any], base_dir: str | Path,
-                  modality: str) -> list[dict[str, Any]]:
+                  modality: str, encoding: TextEncoding = RAW) -> list[dict[str, Any]]:
     """OpenAI chat messages: system, the ECG + first question, the text history, this question.
 
     ``history`` is the plain-text conversation so far (``{"role", "content"}``
     pairs). The ECG is attached to the first user message: content parts
-    (text, image) when there is an image, one string when all is text.
+    (text, image) when there is an image, one string when all is text;
+    ``encoding`` says how its signal text is written.
     """
-    return messages.build_messages(item, base_dir, modality, layout=messages.AUDIT, prompt=prompt, history=history)
+    return messages.build_messages(item, base_dir, modality, layout=messages.AUDIT, prompt=prompt, history=history, encoding=encoding)

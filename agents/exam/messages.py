@@ -14,6 +14,10 @@ which stores ready-made messages in ``qa.jsonl``.
 * :func:`build_messages` turns an item (audit or QA) plus its assets into chat
   messages for a modality; :func:`request_messages` is its core, for callers
   that hold file paths rather than an item (the dataset writer).
+* The ECG as text is written in the run's text encoding
+  (:class:`ecgtrace.tools.text_encodings.TextEncoding`: raw samples, downsampled,
+  compact integers or a measured summary), re-encoded from the item's raw text
+  asset (:func:`signal_text`), so the text shows the very window the image shows.
 
 How a request is laid out differs between the three callers; those differences
 are data (:class:`Layout`, the three instances below side by side), kept so that
@@ -38,6 +42,7 @@ from ecgtrace.contracts.qa import QAItem
 from ecgtrace.contracts.vocabulary import EXAM_MODALITIES, assets_needed
 from ecgtrace.errors import DatasetFormatError, EcgTraceError, QAFormatError
 from ecgtrace.jsonio import safe_join
+from ecgtrace.tools.text_encodings import RAW, TextEncoding, encode_signal_text
 
 LETTERS = parsing.LETTERS  # the letters the parser reads back
 SINGLE_HINT = "Answer with the letter of one option."
@@ -170,6 +175,23 @@ def asset_text(path: Path) -> str:
     return _text(str(path), stat.st_mtime_ns, stat.st_size)
 
 
+@lru_cache(maxsize=64)
+def _encoded(path: str, mtime_ns: int, size: int, encoding: TextEncoding) -> str:
+    return encode_signal_text(_text(path, mtime_ns, size), encoding)
+
+
+def signal_text(path: Path, encoding: TextEncoding = RAW) -> str:
+    """A text asset in ``encoding`` (the asset itself for raw): deterministic, cached by file and encoding.
+
+    Raises:
+        ecgtrace.tools.text_encodings.EncodingError: the asset cannot be written in ``encoding``.
+    """
+    if encoding.is_asset:
+        return asset_text(path)
+    stat = path.stat()
+    return _encoded(str(path), stat.st_mtime_ns, stat.st_size, encoding)
+
+
 def ecg_intro(record: Any, window: Any) -> str:
     """``ECG record 100 from 5 s to 15 s, leads MLII, V1, sampled at 360 Hz.``"""
     rec = record.to_json() if hasattr(record, "to_json") else (record or {})
@@ -219,15 +241,17 @@ DATASET = Layout(system_prompt=None, intro=False, signal_label="ECG signal (text
 
 
 def ecg_parts(layout: Layout, base_dir: str | Path, modality: str, *, texts: list[str], images: list[str], intro: str | None,
-              lead: str | None = None) -> list[dict[str, Any]]:
+              lead: str | None = None, encoding: TextEncoding = RAW) -> list[dict[str, Any]]:
     """OpenAI content parts that show the ECG in ``modality``.
 
     Args:
         texts, images: asset paths relative to ``base_dir`` (read only when ``modality`` shows them).
         intro: the ECG intro line (used when the layout has one).
         lead: text that comes before the ECG (the question, in ``prompt_first`` layouts).
+        encoding: how the signal text is written (:func:`signal_text`).
     """
-    signals = [f"{layout.signal_label}\n{asset_text(resolve_asset(base_dir, rel))}" for rel in texts] if modality in ("text", "both") else []
+    signals = ([f"{layout.signal_label}\n{signal_text(resolve_asset(base_dir, rel), encoding)}" for rel in texts]
+               if modality in ("text", "both") else [])
     head = [lead] if lead is not None else []
     if layout.intro and intro is not None:
         head.append(intro)
@@ -241,7 +265,8 @@ def ecg_parts(layout: Layout, base_dir: str | Path, modality: str, *, texts: lis
 
 
 def request_messages(layout: Layout, base_dir: str | Path, modality: str, *, texts: list[str], images: list[str],
-                     intro: str | None, prompt: str, history: list[dict[str, Any]] | tuple = ()) -> list[dict[str, Any]]:
+                     intro: str | None, prompt: str, history: list[dict[str, Any]] | tuple = (),
+                     encoding: TextEncoding = RAW) -> list[dict[str, Any]]:
     """Chat messages: [system], the first user message (ECG + first question), the text history, this question.
 
     ``texts``, ``images`` and ``intro`` are as for :func:`ecg_parts`; ``prompt`` is
@@ -250,7 +275,8 @@ def request_messages(layout: Layout, base_dir: str | Path, modality: str, *, tex
     """
     turns = [*history, {"role": "user", "content": prompt}]
     first = str(turns[0]["content"])
-    parts = ecg_parts(layout, base_dir, modality, texts=texts, images=images, intro=intro, lead=first if layout.prompt_first else None)
+    parts = ecg_parts(layout, base_dir, modality, texts=texts, images=images, intro=intro, lead=first if layout.prompt_first else None,
+                      encoding=encoding)
     if not layout.prompt_first:
         parts.append({"type": "text", "text": first})
     content: Any = parts
@@ -260,53 +286,91 @@ def request_messages(layout: Layout, base_dir: str | Path, modality: str, *, tex
     return [*messages, {"role": "user", "content": content}, *turns[1:]]
 
 
-def ecg_content(item: ExamItem | dict[str, Any], base_dir: str | Path, modality: str, *, layout: Layout) -> list[dict[str, Any]]:
+def ecg_content(item: ExamItem | dict[str, Any], base_dir: str | Path, modality: str, *, layout: Layout,
+                encoding: TextEncoding = RAW) -> list[dict[str, Any]]:
     """The content parts that show ``item``'s ECG in ``layout`` (the first user message without its question)."""
     it = exam_item(item)
     _, files = shown_files(it)
-    return ecg_parts(layout, base_dir, modality, texts=files["text"], images=files["image"], intro=ecg_intro(it.record, it.window))
+    return ecg_parts(layout, base_dir, modality, texts=files["text"], images=files["image"], intro=ecg_intro(it.record, it.window),
+                     encoding=encoding)
 
 
 def build_messages(item: ExamItem | dict[str, Any], base_dir: str | Path, modality: str, *, layout: Layout, prompt: str,
-                   history: list[dict[str, Any]] | tuple = ()) -> list[dict[str, Any]]:
+                   history: list[dict[str, Any]] | tuple = (), encoding: TextEncoding = RAW) -> list[dict[str, Any]]:
     """OpenAI chat messages that show ``item`` in ``modality`` and ask ``prompt``.
 
     A QA item's own ``messages`` win (:func:`own_messages`); otherwise the
-    request is built from the item's asset files in ``layout``.
+    request is built from the item's asset files in ``layout``. ``encoding``
+    says how the signal text is written (raw: the asset as it is).
     """
     it = exam_item(item)
     if isinstance(it, QAItem):
-        own = own_messages(it, base_dir, modality)
+        own = own_messages(it, base_dir, modality, encoding)
         if own is not None:
             return own
     _, files = shown_files(it)
     return request_messages(layout, base_dir, modality, texts=files["text"], images=files["image"],
-                            intro=ecg_intro(it.record, it.window), prompt=prompt, history=history)
+                            intro=ecg_intro(it.record, it.window), prompt=prompt, history=history, encoding=encoding)
 
 
-def own_messages(item: QAItem, base_dir: str | Path, modality: str) -> list[dict[str, Any]] | None:
+def own_messages(item: QAItem, base_dir: str | Path, modality: str, encoding: TextEncoding = RAW) -> list[dict[str, Any]] | None:
     """The messages a QA item carries, for ``modality``; None when it carries none for it.
 
     A dict keyed by modality (``{"text": [...], "image": [...]}``, as the
     dataset writes it; ``both`` = the text messages plus the image parts), or a
     list (image parts dropped for ``text``; the part holding the item's signal
     text asset dropped for ``image``). Image URLs that are paths relative to the
-    dataset folder become data URIs. The item is never modified.
+    dataset folder become data URIs. With an ``encoding`` other than raw, the
+    signal text inside the messages is replaced by the item's text asset in
+    that encoding. The item is never modified.
     """
     own = item.messages
     if isinstance(own, dict) and (own.get(modality) or (modality == "both" and own.get("text") and own.get("image"))):
         if modality != "both":
-            return _inline_images(copy.deepcopy(own[modality]), base_dir)
-        chosen = copy.deepcopy(own["text"])
-        images = [p for m in own["image"] if isinstance(m.get("content"), list) for p in m["content"] if p.get("type") == "image_url"]
-        last = next(m for m in reversed(chosen) if m.get("role") == "user")
-        if isinstance(last["content"], str):
-            last["content"] = [{"type": "text", "text": last["content"]}]
-        last["content"] = [*last["content"], *copy.deepcopy(images)]
-        return _inline_images(chosen, base_dir)
+            chosen = copy.deepcopy(own[modality])
+        else:
+            chosen = copy.deepcopy(own["text"])
+            images = [p for m in own["image"] if isinstance(m.get("content"), list) for p in m["content"] if p.get("type") == "image_url"]
+            last = next(m for m in reversed(chosen) if m.get("role") == "user")
+            if isinstance(last["content"], str):
+                last["content"] = [{"type": "text", "text": last["content"]}]
+            last["content"] = [*last["content"], *copy.deepcopy(images)]
+        return _inline_images(_reencoded(chosen, item, base_dir, modality, encoding), base_dir)
     if isinstance(own, list) and own:
-        return _inline_images(_only_shown(copy.deepcopy(own), modality, _signal_texts(item, base_dir)), base_dir)
+        shown = _only_shown(copy.deepcopy(own), modality, _signal_texts(item, base_dir))
+        return _inline_images(_reencoded(shown, item, base_dir, modality, encoding), base_dir)
     return None
+
+
+def _reencoded(messages: list[dict[str, Any]], item: QAItem, base_dir: str | Path, modality: str,
+               encoding: TextEncoding) -> list[dict[str, Any]]:
+    """Replace each signal text asset found in the messages by its ``encoding`` (raw or image-only: unchanged).
+
+    Raises:
+        EncodingError: the messages hold none of the item's signal text, so there is nothing to re-encode.
+    """
+    if encoding.is_asset or modality == "image":
+        return messages
+    from ecgtrace.tools.text_encodings import EncodingError
+
+    swaps = [(asset_text(p), signal_text(p, encoding)) for p in (resolve_asset(base_dir, rel) for rel in shown_files(item)[1]["text"])
+             if p.is_file()]
+    found = False
+    for message in messages:
+        content = message.get("content")
+        parts = content if isinstance(content, list) else [message]
+        key = "text" if isinstance(content, list) else "content"
+        for part in parts:
+            text = part.get(key) if isinstance(part, dict) else None
+            if not isinstance(text, str) or (isinstance(content, list) and part.get("type") != "text"):
+                continue
+            for raw, encoded in swaps:
+                if raw.strip() and raw in text:
+                    text, found = text.replace(raw, encoded), True
+            part[key] = text
+    if not found:
+        raise EncodingError(f"item {item.id!r}: its own messages hold no signal text asset to write as {encoding.method}")
+    return messages
 
 
 def _signal_texts(item: QAItem, base_dir: str | Path) -> list[str]:
