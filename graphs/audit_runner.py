@@ -21,7 +21,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from ecgtrace.agents.audit.examiner import build_request, format_prompt, plan_turns, render_answer
+from ecgtrace.agents.audit.examiner import chain_request
 from ecgtrace.agents.audit.format import AuditItem, AuditSet
 from ecgtrace.agents.exam import run_loop
 from ecgtrace.agents.exam.budget import PromptBudget, estimate_request_tokens, skip_record
@@ -58,19 +58,6 @@ def sample_row(item: AuditItem, values: dict[str, Any], epoch: int = 0) -> dict[
     """The samples.jsonl line of a finished thread (:class:`AuditSample` JSON)."""
     return AuditSample(id=sample_key(item.id, epoch), epoch=epoch, diagnosis=item.diagnosis, label=item.label, path_id=item.path_id,
                        mode=values["run"]["mode"], turns=values["turns"]).to_json()
-
-
-def chain_request(item: AuditItem, base_dir: str | Path, modality: str, encoding: TextEncoding = RAW) -> list[dict[str, Any]]:
-    """The longest request of a sample's chain: its last turn, after every earlier question and the true answers.
-
-    The model's own initial answer is unknown before it is asked; the true one
-    stands in for it (a longer one is caught by the check of each turn).
-    """
-    plan = plan_turns(item)
-    history: list[dict[str, Any]] = []
-    for turn in plan[:-1]:
-        history += [{"role": "user", "content": format_prompt(turn)}, {"role": "assistant", "content": render_answer(turn)}]
-    return build_request(history, format_prompt(plan[-1]), item, base_dir, modality, encoding)
 
 
 def precheck(item: AuditItem, base_dir: str | Path, modality: str, encoding: TextEncoding, budget: PromptBudget | None) -> dict[str, Any] | None:

@@ -124,13 +124,24 @@ async def answer_turn(state: AuditState, examinee: Examinee, base_dir: str | Non
     except EncodingError as exc:
         return score_reply(turn, prompt, Reply(raw=None, error=f"not sent: {exc}", attempts=0))
     if budget is not None:
-        previous = state["turns"][-1] if state["turns"] else None
-        tokens = (next_request_tokens(request, previous.get("tokens"), len(request) - 2) if previous
-                  else estimate_request_tokens(request))
+        tokens = _request_tokens(request, state["turns"])
         if not budget.fits(tokens):
             return score_reply(turn, prompt, Reply(raw=None, error=f"not sent: {budget.reason(tokens, 'this turn')}", attempts=0))
     reply = await examinee.answer(request, turn)
     return score_reply(turn, prompt, reply)
+
+
+def _request_tokens(request: list[dict[str, Any]], turns: list[dict[str, Any]]) -> int:
+    """Prompt tokens of this turn's request: the last turn the server counted (its ``usage``) plus an estimate of what came since.
+
+    Turn ``j``'s request held two messages (an answer, a question) fewer per
+    turn since; without any counted turn the whole request is estimated.
+    """
+    for back, done in enumerate(reversed(turns), start=1):
+        usage = done.get("tokens")
+        if isinstance(usage, dict) and isinstance(usage.get("prompt_tokens"), int):
+            return next_request_tokens(request, usage, len(request) - 2 * back)
+    return estimate_request_tokens(request)
 
 
 def _advance(state: AuditState, record: dict[str, Any]) -> dict[str, Any]:

@@ -31,6 +31,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -188,7 +189,9 @@ def _downsampled(window: SignalWindow, fs_hz: float, record: str | None) -> str:
         "# units: t_s = seconds from the recording start; leads in mV",
         "t_s," + ",".join(window.leads),
     ]
-    rows = [f"{t:.{decimals}f}," + ",".join("nan" if not math.isfinite(v) else _fmt(v, 3) for v in row) for t, row in zip(times, y)]
+    values = (np.round(y, 3) + 0.0).tolist()  # + 0.0 turns -0.0 into 0.0
+    time_fmt, mv_fmt = f"{{:.{decimals}f}}".format, "{:.3f}".format
+    rows = [time_fmt(t) + "," + ",".join(mv_fmt(v) if v == v else "nan" for v in row) for t, row in zip(times.tolist(), values)]
     return "\n".join(header + rows) + "\n"
 
 
@@ -210,7 +213,10 @@ def _compact(window: SignalWindow, fs_hz: float | None, record: str | None) -> s
         ",".join(window.leads),
     ]
     micro = np.round(y * 1000.0)
-    rows = [",".join(str(int(v)) if math.isfinite(v) else "" for v in row) for row in micro]
+    if np.isfinite(micro).all():
+        rows = [",".join(map(str, row)) for row in micro.astype(np.int64).tolist()]
+    else:
+        rows = [",".join(str(int(v)) if math.isfinite(v) else "" for v in row) for row in micro.tolist()]
     return "\n".join(header + rows) + "\n"
 
 
@@ -312,6 +318,16 @@ def window_from_text(block: str) -> tuple[SignalWindow, str]:
     return window, parsed.record
 
 
+@lru_cache(maxsize=16)
+def _parsed(text: str) -> tuple[tuple[bool, str, SignalWindow | None, str], ...]:
+    """The asset's blocks, each signal block parsed once (several encodings of one asset share the parse)."""
+    out = []
+    for signal, block in _blocks(text):
+        window, record = window_from_text(block) if signal else (None, "")
+        out.append((signal, block, window, record))
+    return tuple(out)
+
+
 def encode_signal_text(text: str, encoding: TextEncoding) -> str:
     """A raw text asset with every signal block re-encoded; other blocks (hourly tables, beat lists) kept as they are.
 
@@ -320,15 +336,14 @@ def encode_signal_text(text: str, encoding: TextEncoding) -> str:
     """
     if encoding.is_asset:
         return text
-    blocks = _blocks(text)
-    if not any(signal for signal, _ in blocks):
+    blocks = _parsed(text)
+    if not any(signal for signal, *_ in blocks):
         raise EncodingError(f"the text asset holds no {TEXT_FORMAT} signal to re-encode as {encoding.method}")
     out = []
-    for signal, block in blocks:
-        if not signal:
+    for signal, block, window, record in blocks:
+        if window is None:
             out.append(block)
             continue
-        window, record = window_from_text(block)
         out.append(encode_window(window, encoding.method, fs_hz=encoding.fs_hz, leads=encoding.leads, record=record or None))
     return "".join(part if part.endswith("\n") or i == len(out) - 1 else part + "\n" for i, part in enumerate(out))
 

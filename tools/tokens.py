@@ -28,7 +28,6 @@ conservative for them too. A 10 s, 3-lead, 250 Hz window as raw text is
 
 from __future__ import annotations
 
-import math
 import re
 
 #: Bump when the rule changes (recorded with every estimate a manifest or run keeps).
@@ -44,11 +43,12 @@ def estimate_tokens(text: str) -> int:
     """Tokens ``text`` takes at most under common tokenizers (see the module docstring for the rule)."""
     if not text:
         return 0
-    words = _WORD.findall(text)
-    letters = sum(len(w) for w in words)
-    ascii_other = sum(1 for c in text if c < "\x80" and c != " ") - letters
-    non_ascii = sum(len(c.encode("utf-8")) for c in text if c >= "\x80")
-    return ascii_other + len(_LONE_SPACE.findall(text)) + sum(math.ceil(len(w) / LETTERS_PER_TOKEN) for w in words) + non_ascii
+    word_lengths = [len(w) for w in _WORD.findall(text)]
+    n_ascii = len(text.encode("ascii", "ignore"))
+    non_ascii_bytes = len(text.encode("utf-8")) - n_ascii
+    ascii_other = n_ascii - text.count(" ") - sum(word_lengths)  # digits, punctuation, symbols, line breaks
+    word_tokens = sum((n + LETTERS_PER_TOKEN - 1) // LETTERS_PER_TOKEN for n in word_lengths)
+    return ascii_other + len(_LONE_SPACE.findall(text)) + word_tokens + non_ascii_bytes
 
 
 def provenance() -> dict[str, str]:

@@ -83,3 +83,16 @@ def build_request(history: list[dict[str, Any]], prompt: str, item: AuditItem | 
     ``encoding`` says how its signal text is written.
     """
     return messages.build_messages(item, base_dir, modality, layout=messages.AUDIT, prompt=prompt, history=history, encoding=encoding)
+
+
+def chain_request(item: AuditItem | dict[str, Any], base_dir: str | Path, modality: str, encoding: TextEncoding = RAW) -> list[dict[str, Any]]:
+    """The longest request of a sample's chain: its last turn, after every earlier question and the true answers.
+
+    The model's own initial answer is unknown before it is asked; the true one
+    stands in for it (a longer one is caught by the check of each turn).
+    """
+    plan = plan_turns(item)
+    history: list[dict[str, Any]] = []
+    for turn in plan[:-1]:
+        history += [{"role": "user", "content": format_prompt(turn)}, {"role": "assistant", "content": render_answer(turn)}]
+    return build_request(history, format_prompt(plan[-1]), item, base_dir, modality, encoding)

@@ -176,8 +176,8 @@ def asset_text(path: Path) -> str:
 
 
 @lru_cache(maxsize=64)
-def _encoded(path: str, mtime_ns: int, size: int, encoding: TextEncoding) -> str:
-    return encode_signal_text(_text(path, mtime_ns, size), encoding)
+def _encoded(text: str, encoding: TextEncoding) -> str:
+    return encode_signal_text(text, encoding)  # keyed by content: items that show the same window share it
 
 
 def signal_text(path: Path, encoding: TextEncoding = RAW) -> str:
@@ -186,10 +186,8 @@ def signal_text(path: Path, encoding: TextEncoding = RAW) -> str:
     Raises:
         ecgtrace.tools.text_encodings.EncodingError: the asset cannot be written in ``encoding``.
     """
-    if encoding.is_asset:
-        return asset_text(path)
-    stat = path.stat()
-    return _encoded(str(path), stat.st_mtime_ns, stat.st_size, encoding)
+    text = asset_text(path)
+    return text if encoding.is_asset else _encoded(text, encoding)
 
 
 def ecg_intro(record: Any, window: Any) -> str:

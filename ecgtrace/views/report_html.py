@@ -149,7 +149,7 @@ def _audit_sample(i: int, row: dict[str, Any], item: dict[str, Any] | None, figu
     turns = row.get("turns") or []
     asked = [t for t in turns if t.get("asked", True)]
     right = sum(1 for t in asked if t.get("correct"))
-    head = f"{row['id']} · {row.get('diagnosis', '?')} · label {row.get('label')} · {right}/{len(asked)} turns correct"
+    head = f"{row['id']} · {row.get('diagnosis', '?')} · label {row.get('label')} · {right}/{len(asked)} turns correct" + _skip_note(row)
     body = []
     for turn in turns:
         figure = ""
@@ -167,7 +167,7 @@ def _qa_sample(i: int, row: dict[str, Any], figures: _Figures, base_dir: Path | 
 
     item = row.get("item") or {}
     turn = row["turns"][0]
-    head = f"{row['id']} · {row.get('task')} · {row.get('finding') or ''} · score {float(row.get('score') or 0):.1f}"
+    head = f"{row['id']} · {row.get('task')} · {row.get('finding') or ''} · score {float(row.get('score') or 0):.1f}" + _skip_note(row)
     extra = ""
     if item.get("options"):
         extra += "<p class=meta>options: " + " | ".join(f"<code>{e(o)}</code>" for o in item["options"]) + "</p>"
@@ -183,6 +183,11 @@ def _qa_sample(i: int, row: dict[str, Any], figures: _Figures, base_dir: Path | 
     image = image[0] if isinstance(image, list) and image else image
     figure = figures.figure(item.get("record"), item.get("window"), true, model, _asset(base_dir, image), row["id"]) if true else ""
     return f"<details class=sample id=s{i}{' open' if open_ else ''}><summary>{e(head)}</summary>{_turn_html(turn, figure, extra)}</details>"
+
+
+def _skip_note(row: dict[str, Any]) -> str:
+    skipped = row.get("skipped")
+    return f" · not asked: {skipped.get('reason')}" if isinstance(skipped, dict) else ""
 
 
 def _dataset_items(header: dict[str, Any]) -> tuple[dict[str, dict[str, Any]], Path | None]:
@@ -207,13 +212,16 @@ def _results(root: Path, rows: list[dict[str, Any]], kind: str) -> dict[str, Any
             return json.loads(path.read_text(encoding="utf-8"))
         except ValueError:
             pass
+    from ecgtrace.contracts.runs import answered
+
+    first = [r for r in rows if not r.get("epoch")]  # the metrics are epoch 0's, over the samples that were asked
     if kind == "qa":
         from ecgtrace.agents.exam.qa_results import summarize_qa
 
-        return {"kind": "qa", "n_items": len(rows), "n_finished": len(rows), **summarize_qa(rows)}
+        return {"kind": "qa", "n_items": len(first), "n_finished": len(first), **summarize_qa(answered(first))}
     from ecgtrace.metrics import summarize
 
-    return {"n_items": len(rows), "n_finished": len(rows), **summarize(rows)}
+    return {"n_items": len(first), "n_finished": len(first), **summarize(answered(first))}
 
 
 def render_html(root: str | os.PathLike[str], *, max_images: int = 200, open_samples: int = 3, csp: bool = True) -> str:
@@ -232,7 +240,9 @@ def render_html(root: str | os.PathLike[str], *, max_images: int = 200, open_sam
         samples = [_qa_sample(i, row, figures, base_dir, i < open_samples) for i, row in enumerate(rows)]
     else:
         summary = audit_tables(results)
-        samples = [_audit_sample(i, row, items.get(row["id"]), figures, base_dir, i < open_samples) for i, row in enumerate(rows)]
+        from ecgtrace.contracts.runs import item_id_of
+
+        samples = [_audit_sample(i, row, items.get(item_id_of(row)), figures, base_dir, i < open_samples) for i, row in enumerate(rows)]
     meta = f"<meta http-equiv=\"Content-Security-Policy\" content=\"{e(CSP)}\">" if csp else ""
     incomplete = "" if results.get("complete", True) else f"<p><b>Incomplete run:</b> {e(results.get('n_finished'))} of {e(results.get('n_items'))} samples finished.</p>"
     return "\n".join([
