@@ -4,7 +4,9 @@ Each record runs :func:`ecgtrace.graphs.holter_qa.run_record` in a worker
 process (its own SQLite checkpoint file, so no shared writer), then the
 per-record parts are assembled into ``qa.jsonl`` and ``manifest.json``
 (:mod:`ecgtrace.agents.holter.dataset`). Rerunning the same command resumes crashed
-records from their checkpoint and reuses finished ones.
+records from their checkpoint and reuses finished ones. Records are resolved
+once up front (:func:`ecgtrace.tools.record_source.resolve_record`), so a
+missing record fails before any worker starts.
 """
 
 from __future__ import annotations
@@ -16,44 +18,19 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
-from ecgtrace.graphs.holter_qa import GRAPH_VERSION, BuildOptions, run_record, templates_for
+from ecgtrace.graphs.holter_qa import BuildOptions, build_versions, run_record, templates_for
+from ecgtrace.tools.record_source import resolve_record
 
 
-def _versions(options: BuildOptions) -> dict[str, Any]:
-    from ecgtrace import __version__
-    from ecgtrace.agents.holter import annotator, dataset, assets as modalities, verifier, writer
-
-    versions: dict[str, Any] = {"ecgtrace": __version__, "graph": GRAPH_VERSION, "annotator": annotator.ANNOTATOR_VERSION, "writer": writer.WRITER_VERSION,
-                                "verifier": verifier.VERIFIER_VERSION, "modalities": modalities.MODALITIES_VERSION, "dataset": dataset.DATASET_VERSION,
-                                "templates": {t.id: t.version for t in templates_for(options).values()}}
-    for name, attr in (("rhythm", "RHYTHM_VERSION"), ("hr", "HR_VERSION"), ("render", "RENDER_VERSION")):
-        module = importlib.import_module(f"ecgtrace.tools.{name}")
-        versions[name] = getattr(module, attr, "?")
-    versions["options"] = {k: v for k, v in options.items() if k != "templates_dir"}
-    return versions
-
-
-def _one(record: str, out_dir: str, options: BuildOptions) -> str:
-    state = run_record(record, out_dir, options)
+def _one(record: str, out_dir: str, options: BuildOptions, cache_dir: str | None) -> str:
+    state = run_record(record, out_dir, options, cache_dir=cache_dir)
     return state["part"]
 
 
-def build_dataset(records: list[str], out_dir: str | os.PathLike[str], options: BuildOptions, *, jobs: int = 2, console: Any = None,
-                  audit: bool = True, dev_fraction: float = 0.2) -> dict[str, Any]:
-    """Build (or resume) the dataset of ``records`` into ``out_dir``; returns the manifest."""
+def _run_records(records: list[str], out: str, options: BuildOptions, cache_dir: str | None, jobs: int, console: Any) -> dict[str, str]:
+    """``{record: part file}``, building records in ``jobs`` worker processes (in this process for one)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from ecgtrace.agents.holter.dataset import write_dataset
-
-    out = str(Path(out_dir).resolve())
-    templates_for(options)  # fail early on a bad template or a missing record, before any worker starts
-    from ecgtrace.agents.holter.annotator import resolve
-    from ecgtrace.errors import RecordError
-
-    for record in records:
-        base = resolve(record)
-        if not any(Path(f"{base}{ext}").exists() for ext in (".hea", ".atr", ".edf")) and not (base.suffix.lower() in (".edf", ".bdf") and base.exists()):
-            raise RecordError(f"{record}: no record here (no .hea, .atr or .edf file)")
     parts: dict[str, str] = {}
     with Progress(TextColumn("[bold]build[/]"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
                   console=console, transient=False, disable=console is None) as progress:
@@ -61,32 +38,65 @@ def build_dataset(records: list[str], out_dir: str | os.PathLike[str], options: 
         if jobs <= 1 or len(records) == 1:
             for record in records:
                 progress.update(task, description=f"{record}: load")
-                state = run_record(record, out, options, on_stage=lambda node, r=record: progress.update(task, description=f"{r}: {node}"))
+                state = run_record(record, out, options, cache_dir=cache_dir,
+                                   on_stage=lambda node, r=record: progress.update(task, description=f"{r}: {node}"))
                 parts[record] = state["part"]
                 progress.advance(task)
         else:
             with ProcessPoolExecutor(max_workers=min(jobs, len(records))) as pool:
-                futures = {pool.submit(_one, record, out, options): record for record in records}
+                futures = {pool.submit(_one, record, out, options, cache_dir): record for record in records}
                 for future in as_completed(futures):
                     parts[futures[future]] = future.result()
                     progress.update(task, description=str(futures[future]))
                     progress.advance(task)
+    return parts
+
+
+def _gather(records: list[str], parts: dict[str, str]) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """``(items, dropped, record references)`` of every record's part, in the order the records were given."""
     items, dropped, refs = [], [], []
     for record in records:
         part = json.loads(Path(parts[record]).read_text(encoding="utf-8"))
         items += part["items"]
         dropped += part["dropped"]
         refs.append(part["record"])
-    manifest = write_dataset(items, dropped, refs, out, seed=int(options.get("seed", 0)), versions=_versions(options),
-                             dev_fraction=dev_fraction)
-    if audit and importlib.util.find_spec("ecgtrace.agents.audit.builder") is not None:
-        from ecgtrace.agents.audit.builder import write_audit_dataset
+    return items, dropped, refs
 
+
+def _write_audit(refs: list[dict[str, Any]], out: str, seed: int, cache_dir: str | None, console: Any) -> None:
+    """``audit.jsonl`` (reasoning-audit items) of the records with signals; a failure is reported, never fatal."""
+    if importlib.util.find_spec("ecgtrace.agents.audit.builder") is None:
+        return
+    from ecgtrace.agents.audit.builder import write_audit_dataset
+    from ecgtrace.tools.annotate import annotation_store_dir
+
+    if console is not None:
+        console.print("writing audit.jsonl (reasoning-audit items) ...")
+    try:
+        write_audit_dataset([r["path"] for r in refs if r.get("leads")], out, seed=seed, cache_dir=annotation_store_dir(cache_dir))
+    except Exception as exc:  # noqa: BLE001 - the QA dataset stands on its own; report the audit failure
         if console is not None:
-            console.print("writing audit.jsonl (reasoning-audit items) ...")
-        try:
-            write_audit_dataset([r["path"] for r in refs if r.get("leads")], out, seed=int(options.get("seed", 0)))
-        except Exception as exc:  # noqa: BLE001 - the QA dataset stands on its own; report the audit failure
-            if console is not None:
-                console.print(f"[yellow]warning:[/] audit.jsonl not written ({type(exc).__name__}: {exc})")
+            console.print(f"[yellow]warning:[/] audit.jsonl not written ({type(exc).__name__}: {exc})")
+
+
+def build_dataset(records: list[str], out_dir: str | os.PathLike[str], options: BuildOptions, *, jobs: int = 2, console: Any = None,
+                  audit: bool = True, dev_fraction: float = 0.2, cache_dir: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+    """Build (or resume) the dataset of ``records`` into ``out_dir``; returns the manifest.
+
+    ``cache_dir``: the annotation cache root (default: the user's ecgtrace
+    cache, ``$ECGTRACE_CACHE`` or the platform cache folder; never a record's folder).
+    """
+    from ecgtrace.agents.holter.dataset import write_dataset
+
+    out = str(Path(out_dir).resolve())
+    cache = None if cache_dir is None else str(Path(cache_dir).resolve())
+    templates_for(options)  # fail early on a bad template or a missing record, before any worker starts
+    for record in records:
+        resolve_record(record)
+    parts = _run_records(records, out, options, cache, jobs, console)
+    items, dropped, refs = _gather(records, parts)
+    seed = int(options.get("seed", 0))
+    manifest = write_dataset(items, dropped, refs, out, seed=seed, versions=build_versions(options), dev_fraction=dev_fraction)
+    if audit:
+        _write_audit(refs, out, seed, cache, console)
     return manifest

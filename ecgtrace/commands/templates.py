@@ -28,41 +28,55 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     console = Console()
-    if args.action == "list":
-        from ecgtrace.rubrics.template_schema import load_templates, template_files
+    action = {"list": _list, "validate": _validate, "preview": _preview}[args.action]
+    return action(args, console)
 
-        templates = load_templates(args.templates)
-        files = {p.stem: p for p in template_files(args.templates)}
-        for t in templates:
-            console.print(f"{t.id:22} {t.task:20} v{t.version:4} {t.scope:7} {t.description}", highlight=False)
-        console.print(f"{len(templates)} templates in {next(iter(files.values())).parent if files else args.templates}", highlight=False)
-        return 0
-    if args.action == "validate":
-        import importlib.util
 
-        from ecgtrace.rubrics.loading import read_yaml
-        from ecgtrace.rubrics.template_schema import load_template
+def _list(args: argparse.Namespace, console) -> int:  # noqa: ANN001
+    from ecgtrace.rubrics.template_schema import load_templates, template_files
 
-        for path in args.files:
-            data, _ = read_yaml(path)
-            if _looks_like_diagnosis(data) and importlib.util.find_spec("ecgtrace.rubrics.diagnosis_schema") is not None:
-                from ecgtrace.rubrics.diagnosis_schema import validate_diagnosis_file
+    templates = load_templates(args.templates)
+    files = {p.stem: p for p in template_files(args.templates)}
+    for t in templates:
+        console.print(f"{t.id:22} {t.task:20} v{t.version:4} {t.scope:7} {t.description}", highlight=False)
+    console.print(f"{len(templates)} templates in {next(iter(files.values())).parent if files else args.templates}", highlight=False)
+    return 0
 
-                problems = validate_diagnosis_file(path)
-                if problems:
-                    from ecgtrace.errors import RubricError
 
-                    for problem in problems[1:]:
-                        console.print(f"[red]error:[/] {problem}", highlight=False, soft_wrap=True)
-                    raise RubricError(problems[0])
-                console.print(f"[green]ok[/] {path} (diagnosis graph)", highlight=False)
-                continue
-            template = load_template(path)
-            console.print(f"[green]ok[/] {path}: {template.id} ({template.task}, v{template.version}, {len(template.stems)} stems)", highlight=False)
-        return 0
-    # preview
-    import tempfile
+def _validate_diagnosis(path: str, console) -> None:  # noqa: ANN001
+    from ecgtrace.errors import RubricError
+    from ecgtrace.rubrics.diagnosis_schema import validate_diagnosis_file
 
+    problems = validate_diagnosis_file(path)
+    if problems:
+        for problem in problems[1:]:
+            console.print(f"[red]error:[/] {problem}", highlight=False, soft_wrap=True)
+        raise RubricError(problems[0])
+    console.print(f"[green]ok[/] {path} (diagnosis graph)", highlight=False)
+
+
+def _validate(args: argparse.Namespace, console) -> int:  # noqa: ANN001
+    """Schema first (file:line errors), then the task registry: a task with rules but no implementation fails too."""
+    import importlib.util
+
+    from ecgtrace.agents.holter.tasks import check_registry, get_task
+    from ecgtrace.rubrics.loading import read_yaml
+    from ecgtrace.rubrics.template_schema import load_template
+
+    check_registry()
+    for path in args.files:
+        data, _ = read_yaml(path)
+        if _looks_like_diagnosis(data) and importlib.util.find_spec("ecgtrace.rubrics.diagnosis_schema") is not None:
+            _validate_diagnosis(path, console)
+            continue
+        template = load_template(path)
+        get_task(template.task)
+        console.print(f"[green]ok[/] {path}: {template.id} ({template.task}, v{template.version}, {len(template.stems)} stems)", highlight=False)
+    return 0
+
+
+def _preview(args: argparse.Namespace, console) -> int:  # noqa: ANN001
+    """The items a template gives on one record (annotations come from, and stay in, the user's cache)."""
     from ecgtrace.agents.holter import annotator, planner, verifier, writer
     from ecgtrace.agents.holter.facts import load_facts
     from ecgtrace.jsonio import to_json_text
@@ -70,11 +84,10 @@ def run(args: argparse.Namespace) -> int:
 
     template = load_template(args.file)
     ref = annotator.load_record(args.record, fs_hz=args.fs)
-    with tempfile.TemporaryDirectory() as cache:
-        facts = load_facts(annotator.annotate(ref, cache, fs_hz=args.fs)["path"])
-        entries = planner.plan(facts, [template], args.seed)
-        items = writer.write_items(facts, template, entries[0]["targets"] if entries else [], seed=args.seed)
-        kept, dropped = verifier.verify(facts, items)
+    facts = load_facts(annotator.annotate(ref, fs_hz=args.fs)["path"])
+    entries = planner.plan(facts, [template], args.seed)
+    items = writer.write_items(facts, template, entries[0]["targets"] if entries else [], seed=args.seed)
+    kept, dropped = verifier.verify(facts, items)
     for item in kept:
         shown = {k: item[k] for k in ("id", "question", "answer", "answer_type", "window", "evidence")}
         shown["distractors"] = item.get("_distractors")
