@@ -126,3 +126,17 @@ def test_epochs_shuffle_the_options_and_measure_position_bias(audit_dir: Path, t
             assert turn["correct"] == (turn["parsed"] == turn["answer"])
     epoch0 = [r for r in run_dir.samples() if r["epoch"] == 0]
     assert results["overall"]["n"] == len(epoch0) == 3  # the headline metrics are epoch 0's
+
+
+def test_the_debugger_rebuilds_a_later_epoch_as_it_was_asked(audit_dir: Path, tmp_path: Path) -> None:
+    from ecgtrace.agents.audit.examiner import format_prompt
+    from ecgtrace.views.debugger import DebugSample, rebuild_state
+
+    run_dir, _ = _run(audit_dir, tmp_path / "run", Recorder(first_option=True), encoding=text_encoding("summary"), epochs=2, seed=5)
+    item = load_audit(audit_dir).items[0]
+    row = next(r for r in run_dir.samples() if r["id"] == f"{item.id}#1")
+    header = {"kind": "audit", "run_id": run_dir.run_id, "settings": {}, "identity": {
+        "mode": "teacher", "modality": "text", "seed": 5, "text_encoding": text_encoding("summary").to_json()}}
+    state = rebuild_state(DebugSample(tmp_path / "run", header, row), item.to_json(), audit_dir, 3)
+    assert [format_prompt(t) for t in state["plan"]] == [t["prompt"] for t in row["turns"]]  # the shuffled options of epoch 1
+    assert state["run"]["text"]["method"] == "summary"
