@@ -29,20 +29,19 @@ cached by path, size and modification time; it never enters graph state.
 
 from __future__ import annotations
 
-import base64
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from ecgtrace.agents.exam import parsing
+from ecgtrace.agents.exam.asset_files import asset_text, image_data_uri, resolve_asset, shown_files, signal_text
+from ecgtrace.agents.exam.own_messages import own_messages
 from ecgtrace.contracts.audit import AuditItem
 from ecgtrace.contracts.datasets import DATASET_KINDS, kind_of_item
 from ecgtrace.contracts.qa import QAItem
 from ecgtrace.contracts.vocabulary import EXAM_MODALITIES, assets_needed
 from ecgtrace.errors import DatasetFormatError, EcgTraceError
-from ecgtrace.jsonio import safe_join
-from ecgtrace.tools.text_encodings import RAW, TextEncoding, encode_signal_text
+from ecgtrace.tools.text_encodings import RAW, TextEncoding
 
 LETTERS = parsing.LETTERS  # the letters the parser reads back
 SINGLE_HINT = "Answer with the letter of one option."
@@ -58,6 +57,10 @@ OPEN_HINTS: dict[str, str] = {
 PROMPT_KEEP_CHARS = 4000
 
 ExamItem = AuditItem | QAItem
+#: Re-exported: the asset resolver and readers live in :mod:`ecgtrace.agents.exam.asset_files`.
+__all__ = ["AUDIT", "DATASET", "QA", "Layout", "asset_text", "build_messages", "check_modality", "closed_prompt", "dataset_messages",
+           "dataset_prompt", "ecg_content", "ecg_intro", "ecg_parts", "exam_item", "image_data_uri", "lettered_answer", "option_lines",
+           "own_messages", "prompt_record", "question_prompt", "request_messages", "resolve_asset", "shown_files", "signal_text"]
 
 
 # ------------------------------------------------------------------ prompts
@@ -108,23 +111,6 @@ def _error(item: ExamItem) -> type[DatasetFormatError]:
     return DATASET_KINDS["audit" if isinstance(item, AuditItem) else "qa"][2]
 
 
-def shown_files(item: ExamItem) -> tuple[str, dict[str, list[str]]]:
-    """``(field, {"text": [paths], "image": [paths]})``: the files that show an item, relative to its dataset folder."""
-    if isinstance(item, AuditItem):
-        assets = item.assets
-        return "assets", {"text": [assets.text] if assets.text else [], "image": [assets.image] if assets.image else []}
-    mods = item.modalities
-    return "modalities", {"text": [mods.text] if mods.text else [], "image": list(mods.image)}
-
-
-def resolve_asset(base_dir: str | Path, rel: str, error: type[EcgTraceError] = DatasetFormatError) -> Path:
-    """The file an asset path names, relative to the dataset folder ``base_dir``; refused when it leaves that folder."""
-    try:
-        return safe_join(base_dir, rel)
-    except EcgTraceError:
-        raise error(f"asset {rel!r} resolves outside the dataset folder {base_dir}") from None
-
-
 def check_modality(item: ExamItem | dict[str, Any], base_dir: str | Path, modality: str) -> None:
     """Refuse, before any model call, an item that cannot be shown in ``modality``.
 
@@ -150,44 +136,6 @@ def check_modality(item: ExamItem | dict[str, Any], base_dir: str | Path, modali
         for rel in files[name]:
             if not resolve_asset(base_dir, rel, error).is_file():
                 raise error(f"item {it.id!r}: {field}.{name} file not found: {Path(base_dir) / rel}")
-
-
-@lru_cache(maxsize=64)
-def _data_uri(path: str, mtime_ns: int, size: int) -> str:
-    mime = "image/png" if path.lower().endswith(".png") else "image/jpeg"
-    return f"data:{mime};base64,{base64.b64encode(Path(path).read_bytes()).decode('ascii')}"
-
-
-@lru_cache(maxsize=64)
-def _text(path: str, mtime_ns: int, size: int) -> str:
-    return Path(path).read_text(encoding="utf-8")
-
-
-def image_data_uri(path: Path) -> str:
-    """A PNG/JPEG file as a data URI (cached: items share display windows; a rewritten file is read again)."""
-    stat = path.stat()
-    return _data_uri(str(path), stat.st_mtime_ns, stat.st_size)
-
-
-def asset_text(path: Path) -> str:
-    """A text asset's content (cached like :func:`image_data_uri`)."""
-    stat = path.stat()
-    return _text(str(path), stat.st_mtime_ns, stat.st_size)
-
-
-@lru_cache(maxsize=64)
-def _encoded(text: str, encoding: TextEncoding) -> str:
-    return encode_signal_text(text, encoding)  # keyed by content: items that show the same window share it
-
-
-def signal_text(path: Path, encoding: TextEncoding = RAW) -> str:
-    """A text asset in ``encoding`` (the asset itself for raw): deterministic, cached by file and encoding.
-
-    Raises:
-        ecgtrace.tools.text_encodings.EncodingError: the asset cannot be written in ``encoding``.
-    """
-    text = asset_text(path)
-    return text if encoding.is_asset else _encoded(text, encoding)
 
 
 def ecg_intro(record: Any, window: Any) -> str:
@@ -303,8 +251,6 @@ def build_messages(item: ExamItem | dict[str, Any], base_dir: str | Path, modali
     """
     it = exam_item(item)
     if isinstance(it, QAItem):
-        from ecgtrace.agents.exam.own_messages import own_messages  # it reads assets through this module
-
         own = own_messages(it, base_dir, modality, encoding)
         if own is not None:
             return own

@@ -1,7 +1,7 @@
 """The messages a QA item carries itself (``qa.jsonl``'s ``messages``), as sent in one modality and text encoding.
 
-Split from :mod:`ecgtrace.agents.exam.messages` (whose asset resolver and
-readers it uses): a built dataset stores ready-made messages per modality, with
+Split from :mod:`ecgtrace.agents.exam.messages`; it reads assets through
+:mod:`ecgtrace.agents.exam.asset_files`: a built dataset stores ready-made messages per modality, with
 the signal text inline and image paths relative to the dataset folder.
 """
 
@@ -11,7 +11,7 @@ import copy
 from pathlib import Path
 from typing import Any
 
-from ecgtrace.agents.exam.messages import asset_text, image_data_uri, resolve_asset, shown_files, signal_text
+from ecgtrace.agents.exam.asset_files import asset_text, image_data_uri, resolve_asset, shown_files, signal_text
 from ecgtrace.contracts.qa import QAItem
 from ecgtrace.errors import QAFormatError
 from ecgtrace.tools.text_encodings import RAW, EncodingError, TextEncoding

@@ -124,6 +124,14 @@ def select(items: list[Any], args: argparse.Namespace, stratum_of: Callable[[Any
     return select_items(items, stratum_of=stratum_of, id_of=lambda it: it.id, seed=args.seed, limit=args.limit, sample_ids=args.sample_id)
 
 
+def progress_counts(run_dir: Any, items: list[Any], epochs: int) -> tuple[int, int]:
+    """``(samples this run covers, samples already answered)``: every item in every epoch; skipped ones are checked again."""
+    from ecgtrace.contracts.runs import sample_key
+
+    units = {sample_key(it.id, epoch) for epoch in range(epochs) for it in items}
+    return len(units), sum(1 for row in run_dir.samples() if row["id"] in units and not row.get("skipped"))
+
+
 def report_skipped(results: dict[str, Any], console: Any) -> None:
     """One line for samples that were not asked (budget, encoding), with the commonest reason; an error when nothing was asked."""
     from ecgtrace.errors import EcgTraceError

@@ -28,8 +28,8 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from ecgtrace.commands._model_options import (ask_at_terminal, check_model_options, make_model, pricing_of, prompt_budget_of,
-                                                  report_skipped, run_settings, run_with_progress, text_encoding_of)
-    from ecgtrace.contracts.runs import sample_key
+                                                  progress_counts, report_skipped, run_settings, run_with_progress,
+                                                  text_encoding_of)
     from ecgtrace.graphs.audit_runner import run_audit
     from ecgtrace.runlog import RunDir
 
@@ -41,8 +41,7 @@ def run(args: argparse.Namespace) -> int:
     run_dir = RunDir.open(args.run, identity_of(audit, args), run_settings(args, audit.path), kind="audit")
     console = Console(stderr=True)
     retry = _samples_to_retry(run_dir, args, console)
-    units = {sample_key(it.id, epoch) for epoch in range(args.epochs) for it in items}
-    done_before = len({i for i in run_dir.finished_ids() if i in units})
+    total, done_before = progress_counts(run_dir, items, args.epochs)
 
     def audit_now(on_sample):  # noqa: ANN001, ANN202
         return asyncio.run(run_audit(audit, run_dir, examinee, mode=args.mode, modality=args.modality,
@@ -50,11 +49,11 @@ def run(args: argparse.Namespace) -> int:
                                      ask_human=ask_at_terminal(console), keep_checkpoints=args.keep_checkpoints, restart=retry,
                                      encoding=encoding, budget=budget, epochs=args.epochs, seed=args.seed, pricing=pricing))
 
-    results = run_with_progress(audit_now, console=console, label="audit", total=len(units), done=done_before,
+    results = run_with_progress(audit_now, console=console, label="audit", total=total, done=done_before,
                                 quiet=args.quiet or examinee.interactive)
+    report_skipped(results, console)  # an error when nothing was asked
     if not args.quiet:
         print_results(results, title=f"{args.model} - {args.mode} - {args.modality}")
-    report_skipped(results, console)
     _warn_server_errors(results)
     return 0
 

@@ -27,8 +27,8 @@ def run(args: argparse.Namespace) -> int:
 
     from ecgtrace.agents.exam.qa_runner import identity_for, run_qa
     from ecgtrace.commands._model_options import (ask_at_terminal, check_model_options, make_model, pricing_of, prompt_budget_of,
-                                                  report_skipped, run_settings, run_with_progress, text_encoding_of)
-    from ecgtrace.contracts.runs import sample_key
+                                                  progress_counts, report_skipped, run_settings, run_with_progress,
+                                                  text_encoding_of)
     from ecgtrace.runlog import RunDir
 
     check_model_options(args)
@@ -45,19 +45,18 @@ def run(args: argparse.Namespace) -> int:
     if rubrics:
         identity["judge_rubrics"] = sorted({f"{r.id}@{r.version}" for r in rubrics.values()})
     run_dir = RunDir.open(args.run, identity, run_settings(args, qa.path, judge_base_url=args.judge_base_url), kind="qa")
-    units = {sample_key(it.id, epoch) for epoch in range(args.epochs) for it in items}
-    done_before = len({i for i in run_dir.finished_ids() if i in units})
+    total, done_before = progress_counts(run_dir, items, args.epochs)
 
     def evaluate(on_sample):  # noqa: ANN001, ANN202
         return asyncio.run(run_qa(qa, run_dir, examinee, modality=args.modality, concurrency=args.concurrency, items=items,
                                   judge=judge, rubrics=rubrics, on_sample=on_sample, ask_human=ask_at_terminal(console),
                                   encoding=encoding, budget=budget, epochs=args.epochs, seed=args.seed, pricing=pricing))
 
-    results = run_with_progress(evaluate, console=console, label="qa-eval", total=len(units), done=done_before,
+    results = run_with_progress(evaluate, console=console, label="qa-eval", total=total, done=done_before,
                                 quiet=args.quiet or examinee.interactive)
+    report_skipped(results, console)  # an error when nothing was asked
     if not args.quiet:
         print_results(results, title=f"{args.model} - {args.modality}")
-    report_skipped(results, console)
     return 0
 
 
