@@ -394,5 +394,9 @@ def write_audit_dataset(
         "failed_records": failed,
         "provenance": {"source": "computed", "method": METHOD, "version": BUILDER_VERSION, "params": {"max_per_diagnosis": max_per_diagnosis, "diagnoses": diagnoses}},
     }
+    if render_assets:
+        from ecgtrace.agents.exam.text_sizes import text_token_table
+
+        summary["text_tokens"] = text_token_table(items, out, has_text=lambda it: bool((it.get("assets") or {}).get("text")))
     write_json_atomic(out / "audit_summary.json", {**summary, "path": path.name})  # relative: the folder may move
     return summary
