@@ -49,3 +49,9 @@ class AuditFormatError(DatasetFormatError):
 
 class QAFormatError(DatasetFormatError):
     """A qa.jsonl file (or one of its lines) does not follow :class:`ecgtrace.contracts.QAItem`."""
+
+
+class ExamFailedError(ModelError):
+    """An examination ran but no turn got an answer (every request failed): a failed run, not a 0% score."""
+
+    exit_code: int = 3

@@ -33,6 +33,10 @@ def _versions(options: BuildOptions) -> dict[str, Any]:
     return versions
 
 
+def _read_bytes(path: Path) -> bytes | None:
+    return path.read_bytes() if path.is_file() else None
+
+
 def _one(record: str, out_dir: str, options: BuildOptions) -> str:
     state = run_record(record, out_dir, options)
     return state["part"]
@@ -40,7 +44,12 @@ def _one(record: str, out_dir: str, options: BuildOptions) -> str:
 
 def build_dataset(records: list[str], out_dir: str | os.PathLike[str], options: BuildOptions, *, jobs: int = 2, console: Any = None,
                   audit: bool = True, dev_fraction: float = 0.2) -> dict[str, Any]:
-    """Build (or resume) the dataset of ``records`` into ``out_dir``; returns the manifest."""
+    """Build (or resume) the dataset of ``records`` into ``out_dir``; returns the manifest.
+
+    The returned manifest also says what this call changed: ``qa_changed`` (whether
+    ``qa.jsonl`` or ``manifest.json`` got other bytes) and ``audit``
+    (``{"items", "reused"}``, or ``{"error"}``).
+    """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from ecgtrace.agents.holter.dataset import write_dataset
@@ -56,7 +65,7 @@ def build_dataset(records: list[str], out_dir: str | os.PathLike[str], options: 
             raise RecordError(f"{record}: no record here (no .hea, .atr or .edf file)")
     parts: dict[str, str] = {}
     with Progress(TextColumn("[bold]build[/]"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
-                  console=console, transient=False, disable=console is None) as progress:
+                  console=console, transient=True, disable=console is None or not console.is_terminal) as progress:
         task = progress.add_task("records", total=len(records))
         if jobs <= 1 or len(records) == 1:
             for record in records:
@@ -77,16 +86,39 @@ def build_dataset(records: list[str], out_dir: str | os.PathLike[str], options: 
         items += part["items"]
         dropped += part["dropped"]
         refs.append(part["record"])
+    before = _read_bytes(Path(out) / "qa.jsonl"), _read_bytes(Path(out) / "manifest.json")
     manifest = write_dataset(items, dropped, refs, out, seed=int(options.get("seed", 0)), versions=_versions(options),
                              dev_fraction=dev_fraction)
+    manifest["qa_changed"] = before != (_read_bytes(Path(out) / "qa.jsonl"), _read_bytes(Path(out) / "manifest.json"))
     if audit and importlib.util.find_spec("ecgtrace.agents.audit.builder") is not None:
-        from ecgtrace.agents.audit.builder import write_audit_dataset
+        manifest["audit"] = _write_audit(refs, out, int(options.get("seed", 0)), console)
+    return manifest
 
-        if console is not None:
-            console.print("writing audit.jsonl (reasoning-audit items) ...")
+
+def _write_audit(refs: list[dict[str, Any]], out: str, seed: int, console: Any) -> dict[str, Any]:
+    """Write ``audit.jsonl`` unless the folder already holds the same build; returns ``{"items", "reused"}`` or ``{"error"}``."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from ecgtrace.agents.audit.builder import write_audit_dataset
+    from ecgtrace.agents.audit.freshness import audit_build_key, current_audit_summary
+
+    usable = [r for r in refs if r.get("leads")]
+    key = audit_build_key({r["path"]: r["hash"] for r in usable}, seed=seed)
+    current = current_audit_summary(out, key)
+    if current is not None:
+        return {"items": current["n_items"], "reused": True}
+    with Progress(TextColumn("[bold]audit items[/]"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
+                  TimeElapsedColumn(), console=console, transient=False, disable=console is None) as progress:
+        task = progress.add_task("records", total=max(1, len(usable)))
+
+        def show(step: str, done: int, total: int) -> None:
+            what = "records measured" if step == "records" else "items rendered (PNG + text)"
+            progress.update(task, completed=done, total=max(1, total), description=what)
+
         try:
-            write_audit_dataset([r["path"] for r in refs if r.get("leads")], out, seed=int(options.get("seed", 0)))
+            summary = write_audit_dataset([r["path"] for r in usable], out, seed=seed, build_key=key, on_progress=show)
         except Exception as exc:  # noqa: BLE001 - the QA dataset stands on its own; report the audit failure
             if console is not None:
                 console.print(f"[yellow]warning:[/] audit.jsonl not written ({type(exc).__name__}: {exc})")
-    return manifest
+            return {"error": f"{type(exc).__name__}: {exc}"}
+    return {"items": summary["n_items"], "reused": False}

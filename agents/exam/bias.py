@@ -41,6 +41,7 @@ from typing import Any
 
 import numpy as np
 
+from ecgtrace.agents.exam.baselines import chance_of
 from ecgtrace.errors import EcgTraceError
 
 MIN_N = 5
@@ -150,7 +151,7 @@ def _length(questions: list[dict[str, Any]], longest: bool) -> dict[str, Any]:
 def _select_all(questions: list[dict[str, Any]]) -> dict[str, Any]:
     multi = [q for q in questions if q["multi"]]
     hits = sum(1 for q in multi if sorted(q["answer"]) == sorted(q["options"]))
-    probs = [1.0 / (2 ** len(q["options"]) - 1) for q in multi]
+    probs = [chance_of(q["options"], multi=True) for q in multi]
     n = len(multi)
     return {"n": n, "hits": hits, "rate": round(hits / n, 6) if n else None, "chance": round(sum(probs) / n, 6) if n else None,
             "p": poisson_binomial_sf(hits, probs) if n >= MIN_N else None}
@@ -173,7 +174,7 @@ def prior_answers(questions: list[dict[str, Any]]) -> list[bool]:
 
 def _prior(questions: list[dict[str, Any]]) -> dict[str, Any]:
     hits = sum(1 for q in questions if q["prior_ok"])
-    probs = [1.0 / (2 ** len(q["options"]) - 1) if q["multi"] else 1.0 / len(q["options"]) for q in questions]
+    probs = [chance_of(q["options"], q["multi"]) for q in questions]
     n = len(questions)
     return {"n": n, "correct": hits, "accuracy": round(hits / n, 6) if n else None, "chance": round(sum(probs) / n, 6) if n else None,
             "p": poisson_binomial_sf(hits, probs) if n >= MIN_N else None}

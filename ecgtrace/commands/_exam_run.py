@@ -1,0 +1,125 @@
+"""Opening an examination run honestly, and saying honestly how it went (``audit``, ``qa-eval``).
+
+* :func:`prepare_run`: a run folder that already holds every wanted sample
+  needs nothing from the server (one line says so); anything else first passes
+  the endpoint preflight (:func:`ecgtrace.agents.exam.preflight.preflight`),
+  so a dead endpoint, a wrong model name or a bad key leaves nothing written -
+  not even the run folder. ``--retry-errors`` drops the samples with a server
+  error only after that check.
+* :func:`check_outcome`: a run in which every asked turn failed is an error
+  (exit 3, with the most common cause); a run with some failed turns says how
+  many and how to ask them again.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+def add_retry_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--retry-errors", action="store_true",
+                        help="on resume, ask again the finished samples that have a server error in any turn (or in the judge's verdict)")
+
+
+def has_server_error(row: dict[str, Any]) -> bool:
+    """True when a turn of the sample (or its judge request) got no answer from the server."""
+    return any(t.get("error") for t in row.get("turns", [])) or bool((row.get("judge") or {}).get("error"))
+
+
+@dataclass
+class PreparedRun:
+    """The open run, what it still has to ask, and what the preflight found."""
+
+    run_dir: Any
+    todo: int
+    done_before: int
+    retried: set[str] = field(default_factory=set)
+    notes: list[str] = field(default_factory=list)
+
+
+def prepare_run(args: argparse.Namespace, identity: dict[str, Any], settings: dict[str, Any], *, kind: str,
+                item_ids: set[str], examinees: list[tuple[str, Any]]) -> PreparedRun:
+    """Open ``args.run`` for ``item_ids``, checking the endpoint first unless there is nothing to ask.
+
+    Raises:
+        RunError: the folder holds another run (checked before the endpoint: it needs no server).
+        ModelError: the preflight failed; nothing was written.
+    """
+    from ecgtrace.agents.exam.preflight import preflight
+    from ecgtrace.runlog import HEADER, RunDir
+
+    root = Path(args.run)
+    run_dir = RunDir.open(root, identity, settings, kind=kind) if (root / HEADER).is_file() else None
+    finished: set[str] = set()
+    retry: set[str] = set()
+    if run_dir is not None:
+        finished = run_dir.finished_ids() & item_ids
+        if getattr(args, "retry_errors", False):
+            retry = {row["id"] for row in run_dir.samples() if row["id"] in item_ids and has_server_error(row)}
+        todo = len(item_ids - finished) + len(retry)
+        if todo == 0:
+            return PreparedRun(run_dir, 0, len(finished))
+    notes = preflight(examinees)
+    if run_dir is None:
+        run_dir = RunDir.open(root, identity, settings, kind=kind)
+    if retry:
+        run_dir.drop_samples(lambda row: row["id"] in retry)
+    return PreparedRun(run_dir, len(item_ids - finished) + len(retry), len(finished - retry), retry, notes)
+
+
+def nothing_to_do_line(run: PreparedRun, path: str, n_items: int) -> str:
+    """The one line of a rerun that asks nothing."""
+    errors = sum(1 for row in run.run_dir.samples() if has_server_error(row))
+    hint = f"; {errors} of them have server errors: add --retry-errors to ask those again" if errors else ""
+    return f"nothing to do: all {n_items} samples in {path} are finished (results.json is up to date){hint}"
+
+
+def _cause(error: str) -> str:
+    """An error without its attempt count, so equal causes group together."""
+    return str(error).split(" after ", 1)[0][:160]
+
+
+def turn_failures(rows: list[dict[str, Any]]) -> tuple[int, int, int, Counter]:
+    """(asked turns, failed turns, samples with a failure, causes) over ``rows``; judge requests count as turns."""
+    asked = failed = samples = 0
+    causes: Counter = Counter()
+    for row in rows:
+        errors = [t["error"] for t in row.get("turns", []) if t.get("asked", True) and t.get("error")]
+        asked += sum(1 for t in row.get("turns", []) if t.get("asked", True))
+        judge = row.get("judge") or {}
+        if judge:
+            asked += 1
+            if judge.get("error"):
+                errors.append(judge["error"])
+        failed += len(errors)
+        samples += bool(errors)
+        causes.update(_cause(e) for e in errors)
+    return asked, failed, samples, causes
+
+
+def check_outcome(run_dir: Any, item_ids: set[str], console: Any) -> None:
+    """Warn about failed turns; raise when every asked turn failed.
+
+    Raises:
+        ExamFailedError: no turn of the run got an answer (exit 3).
+    """
+    from rich.markup import escape
+
+    from ecgtrace.errors import ExamFailedError
+
+    rows = [row for row in run_dir.samples() if row["id"] in item_ids]
+    asked, failed, samples, causes = turn_failures(rows)
+    if not failed:
+        return
+    cause, count = causes.most_common(1)[0]
+    if failed == asked:
+        raise ExamFailedError(f"every one of the {asked} turns of {len(rows)} samples failed, so nothing was scored "
+                              f"(most common cause, {count}x: {cause}); fix the endpoint or the request, then rerun the same "
+                              "command with --retry-errors")
+    console.print(f"[yellow]warning:[/] {failed} of {asked} turns ({samples} samples) got no answer from the server after retries "
+                  f"and are scored wrong (most common, {count}x: {escape(cause)}); rerun the same command with --retry-errors "
+                  f"to ask those {samples} samples again", soft_wrap=False)
