@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     if prepared.retried:
         console.print(f"asking {len(prepared.retried)} sample(s) with server errors again")
     if prepared.todo == 0 and not args.quiet:
-        console.print(nothing_to_do_line(prepared, args.run, len(ids)))
+        console.print(nothing_to_do_line(prepared, args.run, len(ids)), soft_wrap=True)
 
     def audit_now(on_sample):  # noqa: ANN001, ANN202
         return asyncio.run(run_audit(audit, run_dir, examinee, mode=args.mode, modality=args.modality,

@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if not manifest.get("qa_changed", True) and (args.no_audit or audit.get("reused")):
         audit_part = "" if args.no_audit else f" and {audit['items']} audit items"
-        console.print(f"nothing to do: {args.out} is up to date ({counts['items']} QA items{audit_part}; same records, seed and versions)")
+        console.print(f"nothing to do: {args.out} is up to date ({counts['items']} QA items{audit_part}; same records, seed and versions)", soft_wrap=True)
         return 0
     console.print(f"[green]wrote[/] {counts['items']} items ({counts['dropped']} dropped) to {args.out}/qa.jsonl"
                   + (f" and {audit['items']} audit items to {args.out}/audit.jsonl" if "items" in audit else ""))

@@ -57,8 +57,8 @@ def run(args: argparse.Namespace) -> int:
     for line in steps.pending if steps.timings else []:
         console.print(line)
     if not steps.timings:
-        console.print(f"nothing to do: {out} is up to date (record, dataset, {2 * len(examinees)} runs and their reports); "
-                      "the summary below is from the saved results")
+        console.print(f"nothing to do: reusing the synthetic record, the dataset, {2 * len(examinees)} runs and their reports in "
+                      f"{out}, all up to date; the summary below is from the saved results", soft_wrap=True)
     print_summary(console, runs, dataset, examinees, _run_name)
     if steps.timings:
         _print_timings(console, steps.timings)
