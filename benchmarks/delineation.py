@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ecgtrace.tools.measure import delineate, detect_window_beats
+from ecgtrace.tools.measure import delineate, detect_window_beats, measure_window
 from ecgtrace.tools.records import open_record, read_samples
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -120,14 +120,31 @@ def segments(marks: dict[str, np.ndarray], fs: float, gap_s: float = 3.0) -> lis
     return list(zip(starts.tolist(), stops.tolist()))
 
 
+def split_records(data: Path | None = None) -> dict[str, dict[str, list[str]]]:
+    """The fixed tuning / untuned split: ``{"qtdb": {"tuning": [...], "untuned": [...]}, "ludb": {...}}``.
+
+    QTDB: the records in sorted order, even positions tune, odd positions are
+    reported untouched. LUDB: records 1-60 tune (the earlier defaults were
+    tuned on 1-40), 61-120 are untouched.
+    """
+    data = data or DATA
+    qtdb = sorted(p.stem for p in (data / "qtdb").glob("*.q1c"))
+    ludb = sorted((p.stem for p in (data / "ludb" / "data").glob("*.hea")), key=int)
+    return {"qtdb": {"tuning": qtdb[0::2], "untuned": qtdb[1::2]},
+            "ludb": {"tuning": [n for n in ludb if int(n) <= 60], "untuned": [n for n in ludb if int(n) > 60]}}
+
+
 class Tally:
     def __init__(self) -> None:
         self.errors: dict[str, list[float]] = defaultdict(list)
         self.total: dict[str, int] = defaultdict(int)
+        self.by_record: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
 
-    def add(self, point: str, errors_ms: np.ndarray) -> None:
+    def add(self, point: str, errors_ms: np.ndarray, record: str = "") -> None:
         self.total[point] += errors_ms.size
-        self.errors[point].extend(errors_ms[np.isfinite(errors_ms)].tolist())
+        found = errors_ms[np.isfinite(errors_ms)].tolist()
+        self.errors[point].extend(found)
+        self.by_record[record][point].extend(found)
 
     def row(self, point: str) -> tuple[float, float, float, int]:
         e = np.asarray(self.errors[point])
@@ -139,7 +156,7 @@ class Tally:
 
 def run_qtdb(limit: int | None, tol_ms: float, lead_rule: str, tallies: dict[str, Tally], records: list[str] | None = None) -> int:
     files = sorted((DATA / "qtdb").glob("*.q1c"))
-    if records:
+    if records is not None:
         files = [f for f in files if f.stem in records]
     files = files[:limit] if limit else files
     for f in files:
@@ -163,13 +180,13 @@ def run_qtdb(limit: int | None, tol_ms: float, lead_rule: str, tallies: dict[str
                     absd = np.where(np.isfinite(errs), np.abs(errs), np.inf)
                     pick = np.argmin(absd, axis=0)
                     best = errs[pick, np.arange(r.size)]
-                    tallies[name].add(point, best * 1000.0 / fs)
+                    tallies[name].add(point, best * 1000.0 / fs, f.stem)
     return len(files)
 
 
-def run_ludb(limit: int | None, tol_ms: float, tallies: dict[str, Tally], leads: tuple[str, ...]) -> int:
+def run_ludb(limit: int | None, tol_ms: float, tallies: dict[str, Tally], leads: tuple[str, ...], records: list[str] | None = None) -> int:
     folder = DATA / "ludb" / "data"
-    numbers = sorted(int(p.stem) for p in folder.glob("*.hea"))
+    numbers = sorted(int(p.stem) for p in folder.glob("*.hea") if records is None or p.stem in records)
     numbers = numbers[:limit] if limit else numbers
     for number in numbers:
         base = folder / str(number)
@@ -188,8 +205,64 @@ def run_ludb(limit: int | None, tol_ms: float, tallies: dict[str, Tally], leads:
             for name, per_lead in results.items():
                 for point in POINTS:
                     r = ref.get(point, np.zeros(0, dtype=np.int64))
-                    tallies[name].add(point, nearest_errors(r, per_lead[j][point], tol) * 1000.0 / fs)
+                    tallies[name].add(point, nearest_errors(r, per_lead[j][point], tol) * 1000.0 / fs, str(number))
     return len(numbers)
+
+
+RATE_QUANTITIES = (("qrs_ms", "QRS", "ms", 3.0), ("pr_ms", "PR", "ms", 5.0), ("qt_ms", "QT", "ms", 5.0), ("r_amp_mv", "R amp", "mV", None),
+                   ("s_amp_mv", "S amp", "mV", None), ("t_amp_mv", "T amp", "mV", None), ("st_j60_mv", "ST J+60", "mV", None),
+                   ("st_j_mv", "ST J", "mV", None), ("r_peak_time_ms", "R-peak time", "ms", None), ("q_dur_ms", "Q dur", "ms", None))
+
+
+def rate_pairs(limit: int | None = None) -> list[tuple[int, Path, Path]]:
+    """PTB-XL records present at both 100 Hz and 500 Hz: (ecg_id, low-rate base, high-rate base)."""
+    folder = DATA / "ptbxl"
+    hi = {int(p.stem[:5]): p.with_suffix("") for p in folder.glob("records500/*/*_hr.hea")}
+    lo = {int(p.stem[:5]): p.with_suffix("") for p in folder.glob("records100/*/*_lr.hea")}
+    both = sorted(set(hi) & set(lo))
+    return [(k, lo[k], hi[k]) for k in both[:limit]]
+
+
+def record_values(base: Path) -> dict[str, dict[str, float | None]]:
+    """Per-lead medians of the RATE_QUANTITIES on a whole record, its own detected beats."""
+    info = open_record(base, check_leads=False)
+    window = read_samples(info, 0, info.n_samples)
+    m = measure_window(window, detect_window_beats(window)[0])
+    return {lead: {q: lm.values[q]["value"] for q, *_ in RATE_QUANTITIES} for lead, lm in m.per_lead.items()}
+
+
+def run_rates(limit: int | None) -> dict[str, dict[str, list[float]]]:
+    """Differences 100 Hz - 500 Hz per quantity: ``record`` (median over leads, one per record) and ``lead`` (pooled)."""
+    diffs: dict[str, dict[str, list[float]]] = {q: {"record": [], "lead": []} for q, *_ in RATE_QUANTITIES}
+    for _, lo, hi in rate_pairs(limit):
+        a, b = record_values(lo), record_values(hi)
+        for q, *_ in RATE_QUANTITIES:
+            pairs = [(a[lead][q], b[lead][q]) for lead in a if lead in b and a[lead][q] is not None and b[lead][q] is not None]
+            diffs[q]["lead"] += [x - y for x, y in pairs]
+            if pairs:
+                diffs[q]["record"].append(float(np.median([x for x, _ in pairs]) - np.median([y for _, y in pairs])))
+    return diffs
+
+
+def print_rates(title: str, diffs: dict[str, dict[str, list[float]]]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=title)
+    for col in ("quantity", "target med |d|", "records", "med |d| rec", "med d rec", "p90 |d| rec", "lead values", "med |d| lead", "p90 |d| lead"):
+        table.add_column(col, justify="right")
+    for q, label, unit, target in RATE_QUANTITIES:
+        rec, lead = np.abs(diffs[q]["record"]), np.abs(diffs[q]["lead"])
+        if rec.size == 0:
+            continue
+        scale = 1.0 if unit == "ms" else 1000.0  # amplitudes in uV
+        u = unit if unit == "ms" else "uV"
+        med = float(np.median(rec)) * scale
+        ok = "" if target is None else ("[green]" if med <= target else "[red]")
+        table.add_row(label, "-" if target is None else f"{target:g} {u}", str(rec.size), f"{ok}{med:.1f}{'[/]' if ok else ''} {u}",
+                      f"{np.median(diffs[q]['record']) * scale:+.1f}", f"{np.percentile(rec, 90) * scale:.1f}", str(lead.size),
+                      f"{np.median(lead) * scale:.1f}", f"{np.percentile(lead, 90) * scale:.1f}")
+    Console(width=160).print(table)
 
 
 def print_table(title: str, tallies: dict[str, Tally]) -> None:
@@ -218,31 +291,48 @@ def print_table(title: str, tallies: dict[str, Tally]) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--limit", type=int, default=None, help="records per database (quick run)")
-    parser.add_argument("--db", choices=("qtdb", "ludb", "both"), default="both")
+    parser.add_argument("--db", choices=("qtdb", "ludb", "both", "rates", "all"), default="all",
+                        help="both: QTDB and LUDB; rates: PTB-XL 100 Hz vs 500 Hz; all (default): the three")
     parser.add_argument("--tol-ms", type=float, default=150.0)
     parser.add_argument("--qtdb-lead", choices=("best", "first"), default="best")
     parser.add_argument("--ludb-leads", default=",".join(LUDB_LEADS), help="comma-separated LUDB leads (default: all 12)")
     parser.add_argument("--records", default=None, help="comma-separated QTDB record names (e.g. sel100,sel102)")
     parser.add_argument("--no-nk", action="store_true", help="skip neurokit2 (faster)")
+    parser.add_argument("--split", choices=("tuning", "untuned", "both"), default="both",
+                        help="which half of the fixed split (split_records) to run; both prints each half on its own")
     args = parser.parse_args(argv)
     if not DATA.exists():
         print(f"no shared data at {DATA}", file=sys.stderr)
         return 2
     global neurokit_dwt
-    names = ["ecgtrace"] if args.no_nk else ["ecgtrace", "neurokit2 dwt"]
+    names_used = ["ecgtrace"] if args.no_nk else ["ecgtrace", "neurokit2 dwt"]
+    results: dict[str, dict[str, Tally]] = {}
     if args.no_nk:
         neurokit_dwt = lambda window, beats: [{k: np.zeros(0, dtype=np.int64) for k in POINTS} for _ in window.leads]  # noqa: E731
-    if args.db in ("qtdb", "both"):
-        tallies = {n: Tally() for n in ["ecgtrace", "neurokit2 dwt"]}
+    if args.db in ("rates", "all"):
         t = time.perf_counter()
-        n = run_qtdb(args.limit, args.tol_ms, args.qtdb_lead, tallies, args.records.split(",") if args.records else None)
-        print_table(f"QTDB q1c, {n} records, {args.qtdb_lead} lead, +-{args.tol_ms:g} ms ({time.perf_counter() - t:.0f} s)", {k: tallies[k] for k in names})
-    if args.db in ("ludb", "both"):
-        tallies = {n: Tally() for n in ["ecgtrace", "neurokit2 dwt"]}
-        t = time.perf_counter()
-        leads = tuple(x.strip().lower() for x in args.ludb_leads.split(",") if x.strip())
-        n = run_ludb(args.limit, args.tol_ms, tallies, leads)
-        print_table(f"LUDB, {n} records, leads {','.join(leads) if len(leads) < 12 else 'all 12'}, +-{args.tol_ms:g} ms ({time.perf_counter() - t:.0f} s)", {k: tallies[k] for k in names})
+        diffs = run_rates(args.limit)
+        n = len(diffs["qrs_ms"]["record"])
+        print_rates(f"PTB-XL, {n} records at both 100 Hz and 500 Hz: 100 Hz minus 500 Hz, own detected beats ({time.perf_counter() - t:.0f} s)", diffs)
+    halves = ("tuning", "untuned") if args.split == "both" else (args.split,)
+    split = split_records()
+    for db in ("qtdb", "ludb"):
+        if args.db not in (db, "both", "all"):
+            continue
+        for half in halves:
+            tallies = {n: Tally() for n in ["ecgtrace", "neurokit2 dwt"]}
+            t = time.perf_counter()
+            names = split[db][half]
+            if db == "qtdb":
+                chosen = [r for r in names if r in args.records.split(",")] if args.records else names
+                n = run_qtdb(args.limit, args.tol_ms, args.qtdb_lead, tallies, chosen)
+                title = f"QTDB q1c, {half} half, {n} records, {args.qtdb_lead} lead, +-{args.tol_ms:g} ms"
+            else:
+                leads = tuple(x.strip().lower() for x in args.ludb_leads.split(",") if x.strip())
+                n = run_ludb(args.limit, args.tol_ms, tallies, leads, names)
+                title = f"LUDB, {half} half, {n} records, leads {','.join(leads) if len(leads) < 12 else 'all 12'}, +-{args.tol_ms:g} ms"
+            print_table(f"{title} ({time.perf_counter() - t:.0f} s)", {k: tallies[k] for k in names_used})
+            results[f"{db}:{half}"] = tallies
     return 0
 
 

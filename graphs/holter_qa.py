@@ -3,31 +3,41 @@
 load -> annotate -> plan -> write_items (one ``Send`` per template) -> verify
 -> paraphrase (optional) -> render -> write. State holds record references
 and plain JSON only (paths, summaries, items), never arrays: annotations live
-in a sidecar file whose path is in state. One thread per record; with a SQLite
-checkpointer a crashed build resumes where it stopped when rerun
-(:func:`run_record`). ``graph`` is the compiled graph without a checkpointer,
+in a sidecar file in the user's cache folder whose path is in state. Items
+in state are :class:`~ecgtrace.contracts.QAItem` dumps plus working keys
+(``_target``, ``_truth`` ...) that the writer builds and
+:func:`ecgtrace.agents.holter.dataset.finalize` validates again. One thread
+per record; with a SQLite checkpointer a crashed build resumes where it
+stopped when rerun (:func:`run_record`), and a finished thread is reused only
+while the record's content, the options, the templates and every component
+and tool version that shapes the items are unchanged (:func:`thread_id`). ``graph`` is the compiled graph without a checkpointer,
 for ``langgraph dev`` (see ``langgraph.json``); its input is
 ``{"record_path": ..., "out_dir": ..., "options": {"seed": 0, "modalities": ["text", "image"]}}``.
 """
 
 import functools
 import hashlib
+import importlib
 import json
 import operator
 import os
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Send
 
-from ecgtrace.agents.holter import annotator, planner, verifier, writer
+from ecgtrace import __version__
+from ecgtrace.agents.holter import annotator, assets, dataset, planner, verifier, writer
 from ecgtrace.agents.holter.facts import load_facts
+from ecgtrace.agents.holter.tasks import get_task
 from ecgtrace.errors import ModelError
 from ecgtrace.jsonio import safe_join, write_json_atomic
 from ecgtrace.rubrics.template_schema import QATemplate, load_templates
+from ecgtrace.tools.annotate import annotation_store_dir, annotation_versions
+from ecgtrace.tools.record_source import resolve_record
 
 GRAPH_VERSION = "1"
 #: Test hook: a node named here raises, to check that a rerun resumes from the checkpoint.
@@ -51,6 +61,7 @@ class BuildOptions(TypedDict, total=False):
 class HolterQAState(TypedDict, total=False):
     record_path: str
     out_dir: str
+    cache_dir: str | None  # annotation cache root (None: the user's ecgtrace cache)
     options: BuildOptions
     record: dict[str, Any]
     annotation: dict[str, Any]  # {path (sidecar), source, summary}
@@ -76,7 +87,10 @@ def _maybe_fail(node: str) -> None:
 
 @functools.lru_cache(maxsize=8)
 def _templates(templates_dir: str | None, tasks: tuple[str, ...]) -> dict[str, QATemplate]:
-    return {t.id: t for t in load_templates(templates_dir, tasks=list(tasks) or None)}
+    templates = load_templates(templates_dir, tasks=list(tasks) or None)
+    for template in templates:
+        get_task(template.task)  # a template no task module implements fails here, not with zero items
+    return {t.id: t for t in templates}
 
 
 def templates_for(options: BuildOptions) -> dict[str, QATemplate]:
@@ -91,8 +105,9 @@ def load_node(state: HolterQAState) -> dict[str, Any]:
 
 
 def annotate_node(state: HolterQAState) -> dict[str, Any]:
-    cache = safe_join(state["out_dir"], ".cache", "annotations")
-    result = annotator.annotate(state["record"], cache, fs_hz=state["options"].get("fs_hz"))
+    root = state.get("cache_dir")
+    result = annotator.annotate(state["record"], annotator.bundle_dir(root), fs_hz=state["options"].get("fs_hz"),
+                                annotation_store=annotation_store_dir(root))
     return {"annotation": result}
 
 
@@ -139,11 +154,9 @@ def paraphrase_node(state: HolterQAState, config: RunnableConfig) -> dict[str, A
 
 
 def render_node(state: HolterQAState) -> dict[str, Any]:
-    from ecgtrace.agents.holter.assets import render_items
-
     _maybe_fail("render")
     modalities = state["options"].get("modalities") or ["text", "image"]
-    rendered = render_items(state["annotation"]["path"], state["kept"], state["out_dir"], modalities, jobs=int(state["options"].get("render_jobs") or 1))
+    rendered = assets.render_items(state["annotation"]["path"], state["kept"], state["out_dir"], modalities, jobs=int(state["options"].get("render_jobs") or 1))
     return {"kept": [{**item, "modalities": mods} for item, (mods, _) in zip(state["kept"], rendered)],
             "render_cpu_s": round(sum(cpu for _, cpu in rendered), 3)}
 
@@ -187,27 +200,48 @@ graph = build_graph().compile()
 # --------------------------------------------------------------------------- running with resume
 
 
+def build_versions(options: BuildOptions) -> dict[str, Any]:
+    """Versions of every component that shapes a build's items (the manifest's ``versions``)."""
+    versions: dict[str, Any] = {"ecgtrace": __version__, "graph": GRAPH_VERSION, "annotator": annotator.ANNOTATOR_VERSION, "writer": writer.WRITER_VERSION,
+                                "verifier": verifier.VERIFIER_VERSION, "modalities": assets.MODALITIES_VERSION, "dataset": dataset.DATASET_VERSION,
+                                "templates": {t.id: t.version for t in templates_for(options).values()}}
+    for name, attr in (("rhythm", "RHYTHM_VERSION"), ("hr", "HR_VERSION"), ("render", "RENDER_VERSION")):
+        versions[name] = getattr(importlib.import_module(f"ecgtrace.tools.{name}"), attr, "?")
+    versions["options"] = {k: v for k, v in options.items() if k != "templates_dir"}
+    return versions
+
+
 def thread_id(record_path: str, options: BuildOptions) -> str:
-    """Stable per record, options and template contents: the same command reuses the same thread."""
+    """Stable per record content, options, templates and versions: the same command on the same inputs reuses the same thread.
+
+    The versions are the build's components (:func:`build_versions`) and every
+    tool that shapes the annotations (:func:`ecgtrace.tools.annotate.annotation_versions`),
+    so a changed detector, classifier, rhythm or HR rule rebuilds instead of
+    reusing a finished thread.
+    """
+    source = resolve_record(record_path)
     templates = {t.id: t.model_dump(mode="json") for t in templates_for(options).values()}
-    key = json.dumps({"record": str(annotator.resolve(record_path)), "options": options, "graph": GRAPH_VERSION, "templates": templates}, sort_keys=True)
-    return hashlib.sha256(key.encode()).hexdigest()[:24]
+    key = {"record": str(source.base), "sha256": source.sha256, "options": options, "graph": GRAPH_VERSION, "templates": templates,
+           "versions": build_versions(options), "tools": annotation_versions()}
+    return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:24]
 
 
-def run_record(record_path: str, out_dir: str, options: BuildOptions, *, config: dict[str, Any] | None = None,
+def run_record(record_path: str, out_dir: str, options: BuildOptions, *, cache_dir: str | None = None, config: dict[str, Any] | None = None,
                on_stage: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Run (or resume, or reuse) the build of one record; returns the final state.
 
     Checkpoints go to ``out_dir/.checkpoints/<record>.sqlite`` (one file per
-    record, so parallel processes never share a SQLite writer). ``on_stage(node)``
-    is called as each node finishes (progress display).
+    record, so parallel processes never share a SQLite writer). Annotations
+    are cached under ``cache_dir`` (default: the user's ecgtrace cache, never
+    the record's folder). ``on_stage(node)`` is called as each node finishes
+    (progress display).
     """
     import sqlite3
 
     from langgraph.checkpoint.sqlite import SqliteSaver
 
-    base = annotator.resolve(record_path)
-    db_path = safe_join(out_dir, ".checkpoints", f"{base.parent.name}-{base.name}.sqlite")
+    source = resolve_record(record_path)
+    db_path = safe_join(out_dir, ".checkpoints", f"{source.base.parent.name}-{source.name}.sqlite")
     Path(db_path).parent.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(str(db_path), check_same_thread=False, timeout=30)
     try:
@@ -221,7 +255,9 @@ def run_record(record_path: str, out_dir: str, options: BuildOptions, *, config:
             if on_stage is not None:
                 on_stage("finished earlier (checkpoint)")
             return dict(snapshot.values)
-        initial = None if snapshot.next else HolterQAState(record_path=str(base), out_dir=str(Path(out_dir).resolve()), options=options, items=[])
+        initial = None if snapshot.next else HolterQAState(record_path=str(source.base), out_dir=str(Path(out_dir).resolve()),
+                                                           cache_dir=None if cache_dir is None else str(Path(cache_dir).resolve()),
+                                                           options=options, items=[])
         for update in compiled.stream(initial, cfg, stream_mode="updates"):  # None: resume after a crash
             if on_stage is not None:
                 for node in update:

@@ -45,7 +45,13 @@ FEATURES: dict[str, FeatureSpec] = {
     "v_bigeminy_cycles": FeatureSpec("count", "window", "V beats in the longest chain where each V follows exactly one non-V beat (N-V-N-V)"),
     "v_trigeminy_cycles": FeatureSpec("count", "window", "V beats in the longest chain where each V follows exactly two non-V beats (N-N-V)"),
     "paced_beat_pct": FeatureSpec("%", "window", "beats marked paced (reference '/' or a pacing spike)"),
-    "nonconducted_p_count": FeatureSpec("count", "window", "P waves not followed by a QRS"),
+    "nonconducted_p_count": FeatureSpec("count", "window", "P waves not followed by a QRS: template-matched P waves between a T end and the next beat's own P wave (tools._atrial)"),
+    "long_rr_ratio": FeatureSpec("ratio", "window", "the largest ratio of an RR interval to the RR before it (the candidate dropped beat)"),
+    "long_rr_after_premature": FeatureSpec("bool", "window", "the beat that opens that long RR is premature (or classed S or V): a compensatory pause, not a dropped beat"),
+    "long_rr_nonconducted_p": FeatureSpec("count", "window", "non-conducted P waves inside that long RR"),
+    "atrial_rate_bpm": FeatureSpec("bpm", "window", "60000 / the median P-P interval over every P wave found, conducted or not (P waves hidden in a QRS or T left out)"),
+    "atrial_ventricular_ratio": FeatureSpec("ratio", "window", "atrial rate / ventricular rate (about 2 in 2:1 AV block, 1 with every P conducted, 0 when the window shows no P wave at all)"),
+    "av_dissociation": FeatureSpec("bool", "window", "P waves in most beats, an atrial rate >= 1.2 x the ventricular rate and a PR interval whose interquartile range exceeds 40 ms"),
     "pr_progression_ms": FeatureSpec("ms", "window", "largest PR increase over consecutive conducted beats before a dropped beat"),
     # morphology and intervals (delineation of the window)
     "p_wave_present_pct": FeatureSpec("%", "both", "non-ventricular beats with a P wave at a consistent PR (within 50 ms of the median); window: P seen in at least half of the leads, per lead: in that lead"),
@@ -57,6 +63,21 @@ FEATURES: dict[str, FeatureSpec] = {
     "s_amp_mv": FeatureSpec("mV", "lead", "S-wave depth (positive number)"),
     "qrs_net_mv": FeatureSpec("mV", "lead", "R amplitude minus S depth (QRS polarity)"),
     "p_amp_mv": FeatureSpec("mV", "lead", "signed P-wave peak amplitude (median over dominant beats with a P wave in that lead; negative: inverted P)"),
+    "qrs_depth_mv": FeatureSpec("mV", "lead", "largest negative deflection inside the QRS against the PR level (positive number)"),
+    "q_dur_ms": FeatureSpec("ms", "lead", "duration of the initial negative wave before the first R (the whole QRS for QS; 0 without a q wave)"),
+    "q_amp_mv": FeatureSpec("mV", "lead", "depth of that q wave (positive number; 0 without a q wave)"),
+    "r_peak_time_ms": FeatureSpec("ms", "lead", "R-peak time: QRS onset to the peak of the last R wave (R' when present)"),
+    "r_dur_ms": FeatureSpec("ms", "lead", "duration of the first R wave (between its zero crossings)"),
+    "s_dur_ms": FeatureSpec("ms", "lead", "duration of the S wave after the first R (0 without an S wave)"),
+    "t_amp_mv": FeatureSpec("mV", "lead", "signed T-wave peak amplitude against the PR level (its sign is the T polarity; negative: inverted T)"),
+    "r_notched": FeatureSpec("bool", "lead", "the R wave has two peaks with a dip of at least 8 % of its height (0.04 mV) between them, or is M-shaped (R-s-R' with the s under 25 % of the smaller R), in most dominant beats"),
+    "rsr_prime": FeatureSpec("bool", "lead", "RSR' pattern: a second positive wave (R', >= 0.05 mV) after the S wave, in most dominant beats"),
+    "qr_pattern": FeatureSpec("bool", "lead", "qR pattern: a q wave followed by an R wave larger than the q and any S, in most dominant beats"),
+    "rs_pattern": FeatureSpec("bool", "lead", "rS pattern: no q wave, an R wave smaller than the S wave after it, in most dominant beats"),
+    "monophasic_r": FeatureSpec("bool", "lead", "monophasic R: no q deeper than 10 % of R, no S deeper than 20 % of R (a discordant ST onset), no R' unless M-shaped, in most dominant beats"),
+    "qs_pattern": FeatureSpec("bool", "lead", "QS complex: no positive wave at all, in most dominant beats"),
+    "pathological_q": FeatureSpec("bool", "lead", "ERB's pathological Q: QS; or q > 30 ms deeper than 0.075 mV (V1-V4) or than 1/5 of the R (other leads); or a deep S (> 0.5 mV) after a tiny r (< 0.1 mV)"),
+    "slurred_s": FeatureSpec("bool", "lead", "broad (slurred) S: S wave longer than the R before it, or longer than 40 ms, in most dominant beats"),
     "premature_qrs_net_mv": FeatureSpec("mV", "lead", "net QRS (largest positive minus largest negative deflection) of the premature beats premature_qrs_ms is read on"),
     "st_j60_mv": FeatureSpec("mV", "lead", "ST level 60 ms after the J point, relative to the PR baseline"),
     "st_j_mv": FeatureSpec("mV", "lead", "level at the J point (QRS offset), relative to the 20 ms before QRS onset"),
@@ -64,7 +85,13 @@ FEATURES: dict[str, FeatureSpec] = {
     "sokolow_mv": FeatureSpec("mV", "window", "Sokolow-Lyon index S(V1) + max(R(V5), R(V6))"),
     "cornell_product_mvs": FeatureSpec("mV*s", "window", "Cornell product (R(aVL) + S(V3)) x QRS duration"),
     "signal_quality": FeatureSpec("bool", "window", "true when the window is clean enough to measure"),
+    "amplitudes_calibrated": FeatureSpec("bool", "window", "false when every lead has the same peak-to-peak (a per-lead normalized record, e.g. LUDB): mV features and the axis are then None"),
+    # another graph's decision, walked by the engine on the same features (the finding names it: diagnosis: lbbb)
+    "diagnosis_decision": FeatureSpec("bool", "window", "decision of the graph named by the finding's diagnosis: key, on the same window"),
 }
+
+#: The feature of findings that name another diagnosis ({feature: diagnosis_decision, diagnosis: lbbb, op: "==", value: true}).
+DECISION_FEATURE = "diagnosis_decision"
 
 #: Unit families: a threshold may use any unit of the feature's family; it is converted.
 _UNIT_FACTORS: dict[str, tuple[str, float]] = {
@@ -73,6 +100,7 @@ _UNIT_FACTORS: dict[str, tuple[str, float]] = {
     "bpm": ("rate", 1.0),
     "%": ("fraction", 1.0), "fraction": ("fraction", 100.0),
     "count": ("count", 1.0), "beats": ("count", 1.0),
+    "ratio": ("ratio", 1.0),
     "deg": ("angle", 1.0),
     "mV*s": ("voltage_time", 1.0), "mV·s": ("voltage_time", 1.0), "mm*ms": ("voltage_time", 0.0001), "mm·ms": ("voltage_time", 0.0001),
     "bool": ("bool", 1.0),
@@ -89,6 +117,7 @@ WAVE_TARGETS: dict[str, str] = {
     "pr_interval": "the PR interval of a conducted beat",
     "qrs_complex": "the QRS complex of a dominant beat",
     "paced_beat": "a paced beat",
+    "dropped_beat_pair": "the two QRS complexes around the dropped beat (the RR much longer than the one before it), named by their order",
 }
 
 

@@ -31,18 +31,16 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ecgtrace.errors import RubricError
-from ecgtrace.rubrics.diagnosis_features import FEATURES, WAVE_TARGETS, FeatureSpec, unit_factor
+from ecgtrace.rubrics._graph_checks import DECISIONS, DIAGNOSE, RULE_OUT, check_references, reachability_problems
+from ecgtrace.rubrics.diagnosis_features import DECISION_FEATURE, FEATURES, WAVE_TARGETS, FeatureSpec, unit_factor
 from ecgtrace.rubrics.loading import builtin_dir, load_model, read_yaml, rubric_error
 
 __all__ = [
-    "DECISIONS", "DIAGNOSE", "FEATURES", "OPS", "RULE_OUT", "WAVE_TARGETS", "Criterion", "DiagnosisGraph", "FeatureSpec", "GroundingRule",
+    "DECISIONS", "DECISION_FEATURE", "DIAGNOSE", "FEATURES", "OPS", "RULE_OUT", "WAVE_TARGETS", "Criterion", "DiagnosisGraph", "FeatureSpec", "GroundingRule",
     "LabelMap", "Requires", "distractor_wordings", "graph_problems", "load_diagnoses", "load_diagnosis", "unit_factor", "validate_diagnosis_file",
 ]
 
-#: Decision targets a branch may name besides a criterion id.
-DIAGNOSE = "diagnose"
-RULE_OUT = "rule_out"
-DECISIONS = (DIAGNOSE, RULE_OUT)
+#: Decision targets a branch may name besides a criterion id (DIAGNOSE, RULE_OUT, DECISIONS from _graph_checks).
 OPS = (">", ">=", "<", "<=", "==", "!=")
 
 
@@ -119,9 +117,14 @@ class LabelMap(_Strict):
     anything else ambiguous.
     synthetic: schedule event kinds of the synthetic generator.
     scp: PTB-XL SCP codes (likelihood 100 for diagnostic statements, any
-    mention for rhythm/form statements; human-validated records only).
+    mention for rhythm/form statements; human-validated records only; a
+    diagnostic code with a lower likelihood makes the label ambiguous).
     ptbxl_axis: values of PTB-XL's heart_axis column. snomed: CinC #Dx
-    codes. ludb: substrings of LUDB diagnoses (case-insensitive).
+    codes. ludb: beginnings of LUDB diagnosis lines or of their parts
+    (case-insensitive). ``*_ambiguous``: codes or LUDB lines that speak of the
+    diagnosis without settling it (a region-free ischemia statement for a
+    regional graph): a record with one of them and no positive code is
+    ambiguous, its windows dropped with that reason.
     """
 
     beat_symbols: list[str] = Field(default_factory=list)
@@ -134,6 +137,9 @@ class LabelMap(_Strict):
     ptbxl_axis: list[str] = Field(default_factory=list)
     snomed: list[str] = Field(default_factory=list)
     ludb: list[str] = Field(default_factory=list)
+    scp_ambiguous: list[str] = Field(default_factory=list)
+    snomed_ambiguous: list[str] = Field(default_factory=list)
+    ludb_ambiguous: list[str] = Field(default_factory=list)
 
 
 class DiagnosisGraph(_Strict):
@@ -188,6 +194,17 @@ def _check_predicate(node: Any, loc: tuple[Any, ...], problems: list[Problem]) -
             return
         for position, child in enumerate(children):
             _check_predicate(child, loc + (key, position), problems)
+        return
+    if node.get("feature") == DECISION_FEATURE or "diagnosis" in node:
+        extra = sorted(str(k) for k in node if k not in ("feature", "diagnosis", "op", "value"))
+        if extra:
+            problems.append((loc + (extra[0],), f"a {DECISION_FEATURE} finding has only feature, diagnosis, op and value"))
+        elif node.get("feature") != DECISION_FEATURE:
+            problems.append((loc + ("feature",), f"a finding that names another diagnosis uses feature {DECISION_FEATURE}"))
+        elif not isinstance(node.get("diagnosis"), str) or not node["diagnosis"]:
+            problems.append((loc + ("diagnosis",), "diagnosis must name another graph's id"))
+        elif not isinstance(node.get("value"), bool) or node.get("op") not in ("==", "!="):
+            problems.append((loc + ("value",), f"diagnosis {node['diagnosis']} is decided yes/no: use op == or != with value true/false"))
         return
     allowed = {"feature", "op", "value", "unit", "lead", "leads", "quantifier", "min_leads"}
     unknown = sorted(str(k) for k in node if k not in allowed)
@@ -316,54 +333,7 @@ def graph_problems(graph: DiagnosisGraph) -> list[Problem]:
             _check_grounding(rule, loc + ("grounding", position), problems)
     if problems:
         return problems
-    problems.extend(_reachability_problems(graph))
-    return problems
-
-
-def _successors(graph: DiagnosisGraph, cid: str) -> list[str]:
-    crit = graph.criteria[cid]
-    return [t for t in (crit.if_present, crit.if_absent) if t in graph.criteria]
-
-
-def _reachability_problems(graph: DiagnosisGraph) -> list[Problem]:
-    problems: list[Problem] = []
-    # cycles: iterative DFS with colours
-    colour: dict[str, int] = {}
-    for root in graph.criteria:
-        if colour.get(root):
-            continue
-        stack: list[tuple[str, list[str]]] = [(root, _successors(graph, root))]
-        trail = [root]
-        colour[root] = 1
-        while stack:
-            node, pending = stack[-1]
-            if not pending:
-                colour[node] = 2
-                stack.pop()
-                trail.pop()
-                continue
-            nxt = pending.pop(0)
-            if colour.get(nxt) == 1:
-                cycle = trail[trail.index(nxt):] + [nxt]
-                problems.append((("criteria", node), f"cycle: {' -> '.join(cycle)}"))
-                return problems
-            if not colour.get(nxt):
-                colour[nxt] = 1
-                trail.append(nxt)
-                stack.append((nxt, _successors(graph, nxt)))
-    seen = {graph.start}
-    frontier = [graph.start]
-    while frontier:
-        for nxt in _successors(graph, frontier.pop()):
-            if nxt not in seen:
-                seen.add(nxt)
-                frontier.append(nxt)
-    for cid in graph.criteria:
-        if cid not in seen:
-            problems.append((("criteria", cid), f"unreachable node: no branch leads to {cid!r} from start {graph.start!r}"))
-    decisions = {t for cid in seen for t in (graph.criteria[cid].if_present, graph.criteria[cid].if_absent) if t in DECISIONS}
-    if DIAGNOSE not in decisions:
-        problems.append((("start",), f"no path from start reaches {DIAGNOSE!r}"))
+    problems.extend(reachability_problems(graph))
     return problems
 
 
@@ -416,4 +386,5 @@ def load_diagnoses(dir: str | os.PathLike[str] | None = None) -> dict[str, Diagn
     for path in sorted(folder.glob("*.yaml")):
         graph = load_diagnosis(path)
         graphs[graph.id] = graph
+    check_references(graphs)
     return graphs

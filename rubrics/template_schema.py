@@ -1,9 +1,10 @@
 """QA templates: the YAML schema of the 12 Holtercare-Bench task types and safe formatting.
 
 A template is data: question stems with variants, the answer format, the
-distractor rule and the evidence rule. The generating code is keyed by
-``task`` (one of :data:`TASKS`), so a new YAML file with a new ``id`` and new
-stems needs no Python. Stems are formatted with :func:`safe_format`: only
+distractor rule and the evidence rule. The generating code is the task type's
+object in :mod:`ecgtrace.agents.holter.tasks`, keyed by ``task`` (one of
+:data:`TASKS`, whose rules are :data:`TASK_RULES`), so a new YAML file with a
+new ``id`` and new stems needs no Python. Stems are formatted with :func:`safe_format`: only
 plain ``{name}`` fields from a fixed vocabulary, no attribute or index access,
 no conversions, no ``eval``.
 
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import os
 import string
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -32,21 +34,45 @@ from ecgtrace.contracts.vocabulary import QA_EVENT_KINDS
 from ecgtrace.errors import RubricError
 from ecgtrace.rubrics.loading import builtin_dir, load_model, read_yaml, rubric_error
 
-#: The 12 Holtercare-Bench task types, in dataset order.
-TASKS: tuple[str, ...] = (
-    "closed_presence",
-    "closed_count",
-    "closed_timing",
-    "closed_hr_extremum",
-    "closed_diagnosis",
-    "open_count",
-    "open_timing",
-    "open_hr_extremum",
-    "open_diagnosis",
-    "open_evidence",
-    "report_statistics",
-    "report_summary",
-)
+
+@dataclass(frozen=True)
+class TaskRules:
+    """What a template of one task type must say: the schema's side of a QA task type.
+
+    Attributes:
+        format: ``closed`` (options, one of them the answer), ``open`` or ``report``.
+        answer_format: the only ``answer.format`` the task's writer produces.
+        distractor_rule: the only ``distractors.rule`` that fits (``none`` for open and report tasks).
+        scopes: the ``scope`` values its planner can place targets for.
+    """
+
+    format: Literal["closed", "open", "report"]
+    answer_format: str
+    distractor_rule: str
+    scopes: tuple[str, ...] = ("window",)
+
+
+#: The QA task types, in dataset order (the 12 Holtercare-Bench tasks). Registering a task type means a row
+#: here (what its templates must say) and a module in :mod:`ecgtrace.agents.holter.tasks` (how it is planned,
+#: written, verified, scored and summarized); ``ecgtrace.agents.holter.tasks.check_registry`` fails when the two
+#: disagree. The rules live with the schema because rubrics are data and schema, below the agents that read them:
+#: a template is validated here without importing any agent.
+TASK_RULES: dict[str, TaskRules] = {
+    "closed_presence": TaskRules("closed", "yes_no", "yes_no"),
+    "closed_count": TaskRules("closed", "integer", "count_offsets", ("window", "record")),
+    "closed_timing": TaskRules("closed", "timestamps_ms", "timing_shift"),
+    # HR extrema are whole-record questions; a template that leaves scope at its default (window) still asks about the record
+    "closed_hr_extremum": TaskRules("closed", "time_ms", "hr_offsets", ("record", "window")),
+    "closed_diagnosis": TaskRules("closed", "label", "absent_labels"),
+    "open_count": TaskRules("open", "integer", "none", ("window", "record")),
+    "open_timing": TaskRules("open", "timestamps_ms", "none"),
+    "open_hr_extremum": TaskRules("open", "time_ms", "none", ("record", "window")),
+    "open_diagnosis": TaskRules("open", "label", "none"),
+    "open_evidence": TaskRules("open", "text", "none"),
+    "report_statistics": TaskRules("report", "report_json", "none", ("record",)),
+    "report_summary": TaskRules("report", "text", "none", ("record",)),
+}
+TASKS: tuple[str, ...] = tuple(TASK_RULES)
 
 #: Event kinds a template may target (one vocabulary: :mod:`ecgtrace.contracts.vocabulary`).
 EVENT_KINDS: tuple[str, ...] = QA_EVENT_KINDS
@@ -56,22 +82,6 @@ PLACEHOLDERS: frozenset[str] = frozenset(
     {"context", "event", "event_plural", "t0_ms", "t1_ms", "t0_s", "t1_s", "window_s", "duration_h", "hr_kind", "diagnosis", "lead"}
 )
 
-# Which distractor rules and answer formats fit which task (the generator relies on these pairs).
-_TASK_RULES: dict[str, tuple[str, str, str]] = {
-    # task: (format, answer format, distractor rule)
-    "closed_presence": ("closed", "yes_no", "yes_no"),
-    "closed_count": ("closed", "integer", "count_offsets"),
-    "closed_timing": ("closed", "timestamps_ms", "timing_shift"),
-    "closed_hr_extremum": ("closed", "time_ms", "hr_offsets"),
-    "closed_diagnosis": ("closed", "label", "absent_labels"),
-    "open_count": ("open", "integer", "none"),
-    "open_timing": ("open", "timestamps_ms", "none"),
-    "open_hr_extremum": ("open", "time_ms", "none"),
-    "open_diagnosis": ("open", "label", "none"),
-    "open_evidence": ("open", "text", "none"),
-    "report_statistics": ("report", "report_json", "none"),
-    "report_summary": ("report", "text", "none"),
-}
 _FORMATTER = string.Formatter()
 
 
@@ -113,7 +123,7 @@ class QATemplate(BaseModel):
 
     id: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
     version: str
-    task: Literal[TASKS]  # type: ignore[valid-type]
+    task: str
     description: str = ""
     scope: Literal["window", "record"] = "window"
     window_s: float = Field(default=10.0, gt=0, le=600)
@@ -137,21 +147,34 @@ class QATemplate(BaseModel):
                 raise ValueError(f"unknown event kind {kind!r}; known: {', '.join(EVENT_KINDS)}")
         return kinds
 
+    @field_validator("task")
+    @classmethod
+    def _known_task(cls, task: str) -> str:
+        if task not in TASK_RULES:
+            raise ValueError(f"unknown task {task!r}; known: {', '.join(TASKS)}")
+        return task
+
     @model_validator(mode="after")
     def _fits_task(self) -> QATemplate:
-        fmt, answer_format, rule = _TASK_RULES[self.task]
-        if self.answer.format != answer_format:
-            raise ValueError(f"task {self.task} needs answer.format {answer_format!r}, not {self.answer.format!r}")
-        if self.distractors.rule != rule:
-            raise ValueError(f"task {self.task} needs distractors.rule {rule!r}, not {self.distractors.rule!r}")
-        if fmt == "report" and self.scope != "record":
-            raise ValueError(f"task {self.task} is a whole-record report: scope must be 'record'")
+        rules = TASK_RULES[self.task]
+        if self.answer.format != rules.answer_format:
+            raise ValueError(f"task {self.task} needs answer.format {rules.answer_format!r}, not {self.answer.format!r}")
+        if self.distractors.rule != rules.distractor_rule:
+            raise ValueError(f"task {self.task} needs distractors.rule {rules.distractor_rule!r}, not {self.distractors.rule!r}")
+        if self.scope not in rules.scopes:
+            if rules.format == "report":
+                raise ValueError(f"task {self.task} is a whole-record report: scope must be 'record'")
+            raise ValueError(f"task {self.task} asks about {' or '.join(rules.scopes)} scope, not {self.scope!r}: its planner places no target there")
         return self
 
     @property
     def format(self) -> str:
         """``closed``, ``open`` or ``report``."""
-        return _TASK_RULES[self.task][0]
+        return TASK_RULES[self.task].format
+
+    @property
+    def rules(self) -> TaskRules:
+        return TASK_RULES[self.task]
 
 
 def check_stem(stem: str) -> list[str]:

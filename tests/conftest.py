@@ -25,3 +25,12 @@ def synth_record(tmp_path_factory: pytest.TempPathFactory):
 
     out = tmp_path_factory.mktemp("synth")
     return synthesize_holter(out, name="holter", hours=0.5, fs_hz=250.0, n_leads=3, seed=7)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _private_cache(tmp_path_factory: pytest.TempPathFactory):
+    """Every test writes caches into a temporary folder, never into the user's ecgtrace cache."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("ECGTRACE_CACHE", str(tmp_path_factory.mktemp("ecgtrace-cache")))
+    yield
+    mp.undo()

@@ -1,9 +1,9 @@
 """Sidecar store and WFDB output of :mod:`ecgtrace.tools.annotate` (internal).
 
-The store key is a hash of (record content, tool versions, parameters): the
-record content hash covers the ``.hea`` and every signal file it names (and
-the reference annotation file when reference beats are used), read in 1 MiB
-blocks so memory stays flat on 24 h records.
+The store key is a hash of (record content, tool versions, parameters); the
+record content hash is :func:`ecgtrace.tools.record_source.record_sha256`. The
+store lives in the user's cache folder (:func:`default_cache_dir`), never
+beside the records.
 """
 
 from __future__ import annotations
@@ -12,52 +12,41 @@ import hashlib
 import io
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ecgtrace.contracts.vocabulary import RHYTHM_NOTES
-from ecgtrace.errors import RecordError
 from ecgtrace.jsonio import to_json_text, write_bytes_atomic, write_json_atomic
-
-_BLOCK = 1 << 20
 
 # later kinds override earlier ones where episodes overlap
 _NOTE_PRIORITY = ("sinus_tachycardia", "sinus_bradycardia", "v_bigeminy", "v_trigeminy", "s_bigeminy", "s_trigeminy", "ivr", "svt", "vt")
 
 
-def record_files(base: Path, kind: str, extra: tuple[Path, ...] = ()) -> list[Path]:
-    """The files whose bytes define a record: header and signal files (or the EDF file)."""
-    if kind == "edf":
-        return [base, *extra]
-    header = Path(f"{base}.hea")
-    files = [header]
-    seen = set()
-    for line in header.read_text(encoding="latin-1").splitlines()[1:]:
-        parts = line.split()
-        if not parts or line.startswith("#"):
-            continue
-        name = parts[0]
-        if name not in seen and (base.parent / name).exists():
-            seen.add(name)
-            files.append(base.parent / name)
-    return files + list(extra)
+def default_cache_dir() -> Path:
+    """The user's ecgtrace cache: ``$ECGTRACE_CACHE``, else the platform cache folder.
+
+    ``$XDG_CACHE_HOME/ecgtrace`` (default ``~/.cache/ecgtrace``) on Linux and
+    other Unix systems, ``~/Library/Caches/ecgtrace`` on macOS,
+    ``%LOCALAPPDATA%\\ecgtrace\\Cache`` on Windows. Never the folder that holds
+    the records: input folders are not written to.
+    """
+    env = os.environ.get("ECGTRACE_CACHE")
+    if env:
+        return Path(env).expanduser()
+    if sys.platform == "win32" and os.environ.get("LOCALAPPDATA"):
+        return Path(os.environ["LOCALAPPDATA"]) / "ecgtrace" / "Cache"
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Caches" / "ecgtrace"
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".cache") / "ecgtrace"
 
 
-def content_hash(files: list[Path]) -> str:
-    """SHA-256 over each file's name and bytes, streamed."""
-    digest = hashlib.sha256()
-    for path in files:
-        try:
-            handle = open(path, "rb")
-        except OSError as exc:
-            raise RecordError(f"{path}: cannot read for hashing ({exc.strerror})") from None
-        digest.update(path.name.encode() + b"\0")
-        with handle:
-            while block := handle.read(_BLOCK):
-                digest.update(block)
-    return digest.hexdigest()
+def store_dir(cache_root: str | os.PathLike[str] | None = None) -> Path:
+    """Where :func:`ecgtrace.tools.annotate.annotate_record` keeps its entries: ``<cache root>/annotations``."""
+    return Path(cache_root if cache_root is not None else default_cache_dir()) / "annotations"
 
 
 def store_key(record_hash: str, versions: dict[str, Any], params: dict[str, Any]) -> str:

@@ -1,27 +1,33 @@
-"""Interval and amplitude summaries per lead from a :class:`~ecgtrace.tools.measure.Delineation`.
+"""Interval and amplitude summaries per lead from a :class:`~ecgtrace.tools._delineation.Delineation`.
 
 Per beat ``k`` (R peak ``b_k``, preceding RR ``rr_k`` in s):
 PR = QRS onset - P onset; QRS = QRS offset - onset; QT = T offset - QRS onset;
-QTc Bazett = QT / sqrt(rr_k); QTc Fridericia = QT / rr_k^(1/3). A lead's value
-is the median over the beats where the quantity exists, and lists those beats.
+QTc Bazett = QT / sqrt(rr_k); QTc Fridericia = QT / rr_k^(1/3), all from the
+marks in ms (internal-rate resolution, not the record's sample grid). A lead's
+value is the median over the beats where the quantity exists, and lists those
+beats. The QRS morphology of :mod:`ecgtrace.tools._delineate_waves` is
+summarized the same way; its yes/no patterns (``r_notched``, ``rsr_prime`` ...)
+as the share of beats that show them (0-1).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from ecgtrace.tools._delineate import preprocess
+from ecgtrace.tools._delineate_waves import MORPHOLOGY
+from ecgtrace.tools._delineation import Delineation
 from ecgtrace.tools.records import SignalWindow
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ecgtrace.tools.measure import Delineation
 
 INTERVALS_MS = ("rr_ms", "pr_ms", "qrs_ms", "qt_ms", "qtc_bazett_ms", "qtc_fridericia_ms")
 AMPLITUDES_MV = ("p_amp_mv", "r_amp_mv", "s_amp_mv", "t_amp_mv", "st_j60_mv")
 MEDIAN_BEAT_MS = (-350.0, 550.0)
+#: Per-beat yes/no morphology (summarized as the share of beats, 0-1) and the units of the others.
+MORPHOLOGY_FLAGS = ("r_notched", "qs_pattern", "qr_pattern", "rs_pattern", "monophasic_r", "rsr_prime", "pathological_q")
+MORPHOLOGY_NAMES = tuple(k for k in MORPHOLOGY if k != "st_j60_mv") + ("pathological_q",)
 
 
 @dataclass(frozen=True)
@@ -53,7 +59,7 @@ class WindowMeasurements:
     n_samples: int
     beat_samples: np.ndarray
     per_lead: dict[str, LeadMeasurements]
-    delineation: "Delineation"
+    delineation: Delineation
     params: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -71,6 +77,7 @@ class WindowMeasurements:
             "n_samples": int(self.n_samples),
             "beat_samples": [int(b) for b in self.beat_samples],
             "leads": {lead: m.to_json(include_median_beat=include_median_beat) for lead, m in self.per_lead.items()},
+            "atrial": dict(self.delineation.atrial),
             "provenance": self.provenance,
         }
         if include_fiducials:
@@ -92,23 +99,27 @@ def _summary(values: np.ndarray, beats: np.ndarray, unit: str, decimals: int) ->
     }
 
 
-def _per_beat(points: dict[str, np.ndarray], beats: np.ndarray, fs_hz: float) -> dict[str, np.ndarray]:
-    ms = 1000.0 / fs_hz
+def _share(flags: np.ndarray, beats: np.ndarray) -> dict[str, Any]:
+    """Share (0-1) of the measured beats that show a yes/no pattern, and the beats that show it."""
+    ok = np.isfinite(flags)
+    if not ok.any():
+        return {"value": None, "unit": "fraction", "n": 0, "sd": None, "beats": []}
+    return {"value": round(float(np.mean(flags[ok] > 0.5)), 3), "unit": "fraction", "n": int(ok.sum()), "sd": None,
+            "beats": [int(b) for b in beats[ok & (flags > 0.5)]]}
 
-    def diff(a: str, b: str) -> np.ndarray:
-        ok = (points[a] >= 0) & (points[b] >= 0)
-        return np.where(ok, (points[b] - points[a]) * ms, np.nan)
 
+def _per_beat(times_ms: dict[str, np.ndarray], beats: np.ndarray, fs_hz: float) -> dict[str, np.ndarray]:
+    """Intervals per beat (ms) from the marks in ms (NaN where a mark is missing)."""
     rr = np.full(beats.size, np.nan)
     if beats.size > 1:
-        rr[1:] = np.diff(beats) * ms
-    qt = diff("qrs_on", "t_off")
+        rr[1:] = np.diff(beats) * (1000.0 / fs_hz)
+    qt = times_ms["t_off"] - times_ms["qrs_on"]
     rr_s = rr / 1000.0
     with np.errstate(invalid="ignore"):
         return {
             "rr_ms": rr,
-            "pr_ms": diff("p_on", "qrs_on"),
-            "qrs_ms": diff("qrs_on", "qrs_off"),
+            "pr_ms": times_ms["qrs_on"] - times_ms["p_on"],
+            "qrs_ms": times_ms["qrs_off"] - times_ms["qrs_on"],
             "qt_ms": qt,
             "qtc_bazett_ms": qt / np.sqrt(rr_s),
             "qtc_fridericia_ms": qt / np.cbrt(rr_s),
@@ -134,13 +145,17 @@ def measure_delineation(window: SignalWindow, delineation: "Delineation") -> Win
     per_lead = {}
     for j, lead in enumerate(delineation.leads):
         fid = delineation.per_lead[lead]
-        per_beat = _per_beat(fid.points, beats, fs)
+        per_beat = _per_beat(fid.times_ms, beats, fs)
         values = {}
         for name in INTERVALS_MS:
             values[name] = _summary(per_beat[name], beats, "ms", 1)
         for name in AMPLITUDES_MV:
             per_beat[name] = fid.amplitudes_mv[name]
             values[name] = _summary(fid.amplitudes_mv[name], beats, "mV", 3)
+        for name in MORPHOLOGY_NAMES:
+            per_beat[name] = fid.morphology[name]
+            unit = "fraction" if name in MORPHOLOGY_FLAGS else ("ms" if name.endswith("_ms") else "mV")
+            values[name] = _summary(fid.morphology[name], beats, unit, 3) if unit != "fraction" else _share(fid.morphology[name], beats)
         p_wave = dict(fid.p_wave)
         p_wave["beats"] = [int(b) for b in beats[fid.p_present]]
         y = preprocess(np.asarray(window.signal_mv[:, j]), fs)[0]

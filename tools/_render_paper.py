@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from ecgtrace.contracts.common import provenance
 from ecgtrace.errors import EcgTraceError
 from ecgtrace.tools.records import SignalWindow
 
@@ -90,7 +91,7 @@ class PaperLayout:
             "time_ticks": [dict(t) for t in self.time_ticks],
             "highlight_spans_ms": [list(s) for s in self.highlight_spans_ms],
             "overlay_spans_ms": [list(s) for s in self.overlay_spans_ms],
-            "provenance": {"source": "computed", "method": "ecgtrace.render.paper", "version": PAPER_VERSION, "params": dict(self.params)},
+            "provenance": provenance("computed", "ecgtrace.render.paper", PAPER_VERSION, dict(self.params)),
         }
 
 

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from ecgtrace.contracts.common import provenance
 from ecgtrace.errors import EcgTraceError, WindowError
 from ecgtrace.tools._render_paper import DEFAULT_WINDOW_S, LEFT_MM, MM_PER_S, _row_heights_mm, render_array
 from ecgtrace.tools.records import RecordInfo, read_samples
@@ -51,7 +52,7 @@ class VideoRender:
             "window_s": float(self.window_s),
             "first_frame_t0_s": self.frame_t0_s[0] if self.frame_t0_s else None,
             "last_frame_t0_s": self.frame_t0_s[-1] if self.frame_t0_s else None,
-            "provenance": {"source": "computed", "method": "ecgtrace.render.mp4", "version": VIDEO_VERSION, "params": dict(self.params)},
+            "provenance": provenance("computed", "ecgtrace.render.mp4", VIDEO_VERSION, dict(self.params)),
         }
 
 

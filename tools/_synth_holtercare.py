@@ -27,14 +27,18 @@ the schedule as ``blocked_p_ms``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from ecgtrace.contracts.vocabulary import note_for
 
-if TYPE_CHECKING:
-    from ecgtrace.tools._synth_schedule import Event, _Walker
+from ecgtrace.tools._synth_timing import NORMAL_PR_MS, PAC_PR_MS
+
+# The schedule's walker and event types (tools._synth_schedule._Walker, Event); not imported, because the
+# schedule calls into this module.
+_Walker = Any
+Event = Any
 
 #: Events per 24 h of the holtercare profile, on top of the default ones (at least one each in a record >= 20 min).
 HOLTERCARE_EVENTS_PER_DAY: dict[str, int] = {
@@ -95,7 +99,6 @@ def event_span_s(kind: str, rng: np.random.Generator, hours: float) -> tuple[flo
 
 def emit_event(w: _Walker, event: Event, base_rr: float) -> None:
     """Emit the beats (and blocked P waves, no-QRS gaps) of one holtercare event."""
-    from ecgtrace.tools._synth_schedule import NORMAL_PR_MS, PAC_PR_MS
 
     kind, p, rng = event.kind, event.params, w.rng
     note = note_for(kind)  # the .atr note of its beats (ecgtrace.contracts.vocabulary), None for beat events
@@ -153,7 +156,6 @@ def _second_degree(w: _Walker, event: Event, base_rr: float, note: str) -> None:
     renderer's QRS onset). The event runs from the beat before the first blocked P to the beat
     after the last one.
     """
-    from ecgtrace.tools._synth_schedule import NORMAL_PR_MS
 
     kind, p = event.kind, event.params
     pp = base_rr  # sinus P-P stays regular; only AV conduction fails
@@ -179,7 +181,6 @@ def _second_degree(w: _Walker, event: Event, base_rr: float, note: str) -> None:
 
 def _third_degree(w: _Walker, event: Event, base_rr: float, note: str) -> None:
     """Narrow escape rhythm with P waves marching through at their own rate (no fixed PR)."""
-    from ecgtrace.tools._synth_schedule import NORMAL_PR_MS
 
     p, rng = event.params, w.rng
     pp, rr = 60.0 / p["atrial_bpm"], 60.0 / p["rate_bpm"]

@@ -24,6 +24,9 @@ from typing import Any
 import numpy as np
 
 from ecgtrace.contracts.vocabulary import RHYTHM_NOTES
+from ecgtrace.tools import _synth_holtercare as hc
+from ecgtrace.tools._synth_holtercare import HOLTERCARE_EVENTS_PER_DAY
+from ecgtrace.tools._synth_timing import AVB1_PR_MS, NORMAL_PR_MS, PAC_PR_MS
 
 #: Events per 24 h (at least one of each kind is placed in any record >= 20 min).
 EVENTS_PER_DAY: dict[str, int] = {
@@ -44,9 +47,6 @@ EVENTS_PER_DAY: dict[str, int] = {
 
 #: P-wave peak after its onset (s): 2.5 sigma of the Gaussian P wave of tools/synth.py (sigma 20 ms sinus, 18 ms ectopic).
 P_PEAK_OFFSET_S = {"N": 0.050, "A": 0.045}
-NORMAL_PR_MS = 160.0
-PAC_PR_MS = 130.0
-AVB1_PR_MS = 280.0
 
 
 @dataclass
@@ -126,7 +126,6 @@ def _event_span_s(kind: str, rng: np.random.Generator, hours: float) -> tuple[fl
 
 
 def _span_for(kind: str, rng: np.random.Generator, hours: float, profile: str) -> tuple[float, dict[str, Any]]:
-    from ecgtrace.tools import _synth_holtercare as hc
 
     if kind in hc.HOLTERCARE_EVENTS_PER_DAY and (profile == "holtercare" or kind not in EVENTS_PER_DAY):
         return hc.event_span_s(kind, rng, hours)
@@ -143,7 +142,6 @@ def plan_events(hours: float, rng: np.random.Generator, profile: str = "default"
     ``profile="holtercare"`` adds Holtercare's rhythm vocabulary
     (:mod:`ecgtrace.tools._synth_holtercare`); ``"default"`` draws exactly what it always drew.
     """
-    from ecgtrace.tools._synth_holtercare import HOLTERCARE_EVENTS_PER_DAY
 
     duration_s = hours * 3600.0
     guard_s = 12.0  # quiet sinus rhythm between events so each is unambiguous
@@ -211,7 +209,6 @@ class _Walker:
             self.emit(rr, symbol, rhythm, pr_ms, event)
 
     def event(self, event: Event, base_rr: float) -> None:
-        from ecgtrace.tools import _synth_holtercare as hc
 
         kind, p, rng, emit = event.kind, event.params, self.rng, self.emit
         if kind in hc.HOLTERCARE_EVENTS_PER_DAY:

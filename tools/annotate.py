@@ -1,9 +1,10 @@
 """Annotate a whole record: beats -> AF -> classification -> rhythm events -> heart rate.
 
 :func:`annotate_record` runs the pipeline once and keeps the result in a
-sidecar store keyed by (record content hash, tool versions, parameters); a
-second call with the same record and parameters reads it back instead of
-recomputing. :func:`write_wfdb_annotations` writes ``<record>.ecgtrace`` (a
+sidecar store in the user's cache folder, keyed by (record content hash, every
+tool version that shapes the result (:func:`annotation_versions`), parameters);
+a second call with the same record, tools and parameters reads it back instead
+of recomputing. :func:`write_wfdb_annotations` writes ``<record>.ecgtrace`` (a
 standard WFDB annotation file: beats N S V F Q, rhythm changes as ``+`` with aux
 notes ``(AFIB``, ``(N`` ...) and ``<record>.summary.json``.
 
@@ -20,6 +21,9 @@ Stages:
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import importlib
 import os
 import time
 from collections.abc import Callable
@@ -30,15 +34,18 @@ from typing import Any
 import numpy as np
 
 from ecgtrace import __version__
+from ecgtrace.contracts.common import provenance
 from ecgtrace.errors import EcgTraceError, RecordError
-from ecgtrace.jsonio import plain_json
-from ecgtrace.jsonio import write_json_atomic
+from ecgtrace.jsonio import plain_json, write_json_atomic
 from ecgtrace.tools import _annotate_store as store
-from ecgtrace.tools.af import AF_VERSION, AfResult, af_params, detect_af
+from ecgtrace.tools._annotate_store import default_cache_dir
+from ecgtrace.tools._annotate_store import store_dir as annotation_store_dir
+from ecgtrace.tools.af import AfResult, af_params, detect_af
 from ecgtrace.tools.annotations import AAMI_ORDER
-from ecgtrace.tools.hr import HR_VERSION, hr_params, hr_summary, per_minute_hr
+from ecgtrace.tools.hr import hr_params, hr_summary, per_minute_hr
+from ecgtrace.tools.record_source import resolve_record
 from ecgtrace.tools.records import RecordInfo, assess_leads, open_record
-from ecgtrace.tools.rhythm import RHYTHM_VERSION, count_events, detect_events, rhythm_params
+from ecgtrace.tools.rhythm import count_events, detect_events, rhythm_params
 
 ANNOTATE_VERSION = "1.0"
 #: Default chunking of the beat detector (seconds).
@@ -87,15 +94,6 @@ class Annotation:
         return np.round(self.beat_samples * (1000.0 / self.fs_hz)).astype(np.int64)
 
 
-def _default_cache_dir(base: Path) -> Path:
-    env = os.environ.get("ECGTRACE_CACHE")
-    if env:
-        return Path(env)
-    if os.access(base.parent, os.W_OK):
-        return base.parent / ".ecgtrace_cache"
-    return Path.home() / ".cache" / "ecgtrace"  # a read-only record folder
-
-
 def _reference_path(base: Path) -> Path | None:
     path = Path(f"{base}.atr")
     return path if path.exists() else None
@@ -109,14 +107,52 @@ def _params(prefer_reference: bool, chunk_s: float, overlap_s: float) -> dict[st
 
 
 def _module_version(module_name: str, attr_names: tuple[str, ...]) -> str:
+    """A tool's version constant, read when asked (so a changed or monkeypatched constant changes the key)."""
     try:
-        module = __import__(f"ecgtrace.tools.{module_name}", fromlist=["_"])
+        module = importlib.import_module(f"ecgtrace.tools.{module_name}")
     except ImportError:
         return "absent"
     for attr in attr_names:
         if hasattr(module, attr):
             return str(getattr(module, attr))
     return "unversioned"
+
+
+@functools.lru_cache(maxsize=4)
+def _file_sha256(path: str, stamp: int) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+
+
+def _classifier_model_version() -> str:
+    """Content hash of the shipped classifier model: retraining it changes the results without a code change."""
+    try:
+        from ecgtrace.tools._classify_model import MODEL_PATH
+    except ImportError:
+        return "absent"
+    try:
+        return _file_sha256(str(MODEL_PATH), MODEL_PATH.stat().st_mtime_ns)
+    except OSError:
+        return "absent"
+
+
+def annotation_versions() -> dict[str, str]:
+    """Every tool version that shapes an annotation: detector, classifier (code and model), AF, rhythm, HR, reader, pipeline.
+
+    Part of every annotation cache key (this store's and the HolterAgent's
+    bundles) and of a build thread's identity, so changing any of them
+    recomputes instead of reusing stale annotations.
+    """
+    return {
+        "ecgtrace": __version__,
+        "annotate": ANNOTATE_VERSION,
+        "annotations": _module_version("annotations", ("ANNOTATIONS_VERSION",)),
+        "af": _module_version("af", ("AF_VERSION",)),
+        "rhythm": _module_version("rhythm", ("RHYTHM_VERSION",)),
+        "hr": _module_version("hr", ("HR_VERSION",)),
+        "beats": _module_version("beats", ("BEATS_VERSION", "ALGORITHM_VERSION", "VERSION", "__version__")),
+        "classify": _module_version("classify", ("CLASSIFY_VERSION", "VERSION", "__version__")),
+        "classify_model": _classifier_model_version(),
+    }
 
 
 def annotate_record(
@@ -134,9 +170,9 @@ def annotate_record(
 
     Args:
         path: WFDB record (``dir/100``, ``dir/100.hea``) or EDF file.
-        cache_dir: Store folder (default ``$ECGTRACE_CACHE``, else
-            ``<record dir>/.ecgtrace_cache``, else ``~/.cache/ecgtrace`` when the
-            record folder is read-only).
+        cache_dir: Store folder (default ``<user cache>/annotations``, the user
+            cache being ``$ECGTRACE_CACHE`` or the platform cache folder, see
+            :func:`default_cache_dir`; never the record's folder).
         use_cache: Read an existing entry; a fresh result is written either way.
         workers: Processes for beat detection.
         progress: ``progress(stage, done, total)`` callback.
@@ -158,18 +194,13 @@ def annotate_record(
     if prefer_reference and ref_path is None:
         raise AnnotateError(f"{base}: prefer_reference needs {base.name}.atr, which does not exist")
     t0 = time.perf_counter()
-    files = store.record_files(base, info.kind, (ref_path,) if ref_path else ())
-    record_hash = store.content_hash(files)
+    record_hash = resolve_record(base).sha256
     timings["hash"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    versions = {
-        "ecgtrace": __version__, "annotate": ANNOTATE_VERSION, "af": AF_VERSION, "rhythm": RHYTHM_VERSION, "hr": HR_VERSION,
-        "beats": _module_version("beats", ("BEATS_VERSION", "ALGORITHM_VERSION", "VERSION", "__version__")),
-        "classify": _module_version("classify", ("CLASSIFY_VERSION", "VERSION", "__version__")),
-    }
+    versions = annotation_versions()
     params = _params(prefer_reference, chunk_s, overlap_s)
     key = store.store_key(record_hash, versions, params)
-    cache = Path(cache_dir) if cache_dir is not None else _default_cache_dir(base)
+    cache = Path(cache_dir) if cache_dir is not None else annotation_store_dir()
     timings["imports"] = time.perf_counter() - t0
     if use_cache:
         hit = store.load(cache, key)
@@ -181,96 +212,105 @@ def annotate_record(
         info = assess_leads(info)
         timings["open"] += time.perf_counter() - t0
     result = _run_pipeline(info, base, ref_path, workers, report, timings, chunk_s, overlap_s)
-    provenance = {
-        "source": "reference" if ref_path else "detected",
-        "method": "ecgtrace.tools.annotate",
-        "version": ANNOTATE_VERSION,
-        "params": {**params, "versions": versions, "record_sha256": record_hash, "store_key": key},
-    }
-    annotation = _assemble(info, result, provenance, timings, key, record_hash)
+    source = "reference" if ref_path else "detected"
+    prov = provenance(source, "ecgtrace.tools.annotate", ANNOTATE_VERSION,
+                      {**params, "versions": versions, "record_sha256": record_hash, "store_key": key})
+    annotation = _assemble(info, result, prov, timings, key, record_hash)
+    _save(cache, key, annotation)
+    timings["total"] = time.perf_counter() - t_start
+    return annotation
+
+
+def _save(cache: Path, key: str, annotation: Annotation) -> None:
     t0 = time.perf_counter()
     try:
         store.save(cache, key, {"beat_samples": annotation.beat_samples, "beat_classes": annotation.beat_classes, "af_mask": annotation.af_mask}, _meta(annotation))
-    except OSError as exc:  # a read-only record folder must not stop the analysis
+    except OSError as exc:  # an unwritable cache folder must not stop the analysis
         import warnings
 
-        warnings.warn(f"{cache}: cannot write the annotation store ({exc.strerror}); results are not cached", stacklevel=2)
-    timings["store"] = time.perf_counter() - t0
-    timings["total"] = time.perf_counter() - t_start
-    return annotation
+        warnings.warn(f"{cache}: cannot write the annotation store ({exc.strerror}); results are not cached", stacklevel=3)
+    annotation.timings_s["store"] = time.perf_counter() - t0
+
+
+def _stage(timings: dict[str, float], name: str, started: float) -> None:
+    timings[name] = time.perf_counter() - started
+
+
+def _detect_or_read_beats(info: RecordInfo, base: Path, ref_path: Path | None, workers: int, report: ProgressFn,
+                          chunk_s: float, overlap_s: float) -> tuple[np.ndarray, np.ndarray | None, list[tuple[int, int]], dict[str, Any]]:
+    """``(beat samples, classes or None, artifact spans, provenance)``: the reference ``.atr`` beats, else the detector's."""
+    if ref_path is not None:
+        from ecgtrace.tools.annotations import read_reference_annotations
+
+        ref = read_reference_annotations(base, "atr", n_samples=info.n_samples)
+        return ref.beat_samples, ref.beat_classes, [], ref.provenance
+    try:
+        from ecgtrace.tools.beats import detect_beats
+    except ImportError:
+        raise AnnotateError(f"{base}: the beat detector (ecgtrace.tools.beats) is not available; use prefer_reference with an .atr file") from None
+
+    def beats_progress(*args: Any, **_: Any) -> None:
+        numbers = [a for a in args if isinstance(a, (int, float))]
+        if len(numbers) >= 2:
+            report("beats", float(numbers[-2]), float(numbers[-1]))
+
+    table = detect_beats(info, chunk_s=chunk_s, overlap_s=overlap_s, workers=workers, progress=beats_progress)
+    artifact_spans = [(int(a), int(b)) for a, b in getattr(table, "artifact_spans", [])]
+    return np.asarray(table.samples, dtype=np.int64), None, artifact_spans, dict(getattr(table, "provenance", {}) or {})
+
+
+def _classify(info: RecordInfo, base: Path, samples: np.ndarray, af_mask: np.ndarray,
+              artifact_spans: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray | None, dict[str, Any]]:
+    """``(classes, P-wave presence or None, provenance)`` from :func:`ecgtrace.tools.classify.classify_beats`."""
+    try:
+        from ecgtrace.tools.classify import classify_beats
+    except ImportError:
+        raise AnnotateError(f"{base}: the beat classifier (ecgtrace.tools.classify) is not available; use prefer_reference with an .atr file") from None
+    try:
+        bc = classify_beats(info, samples, info.fs_hz, af_mask=af_mask, artifact_spans=artifact_spans)
+    except FileNotFoundError as exc:  # an installation without the classifier's model file
+        raise AnnotateError(f"{base}: the beat classifier cannot run ({exc.filename or exc}: missing); use prefer_reference with an .atr file") from None
+    features = getattr(bc, "features", {}) or {}
+    return np.asarray(bc.classes).astype("<U1"), features.get("p_wave_present"), dict(getattr(bc, "provenance", {}) or {})
 
 
 def _run_pipeline(info: RecordInfo, base: Path, ref_path: Path | None, workers: int, report: ProgressFn, timings: dict[str, float], chunk_s: float, overlap_s: float) -> dict[str, Any]:
     fs = info.fs_hz
     t0 = time.perf_counter()
-    artifact_spans: list[tuple[int, int]] = []
-    classes: np.ndarray | None = None
-    beat_prov: dict[str, Any]
-    if ref_path is not None:
-        from ecgtrace.tools.annotations import read_reference_annotations
-
-        ref = read_reference_annotations(base, "atr", n_samples=info.n_samples)
-        samples, classes, beat_prov = ref.beat_samples, ref.beat_classes, ref.provenance
-    else:
-        try:
-            from ecgtrace.tools.beats import detect_beats
-        except ImportError:
-            raise AnnotateError(f"{base}: the beat detector (ecgtrace.tools.beats) is not available; use prefer_reference with an .atr file") from None
-
-        def beats_progress(*args: Any, **_: Any) -> None:
-            numbers = [a for a in args if isinstance(a, (int, float))]
-            if len(numbers) >= 2:
-                report("beats", float(numbers[-2]), float(numbers[-1]))
-
-        table = detect_beats(info, chunk_s=chunk_s, overlap_s=overlap_s, workers=workers, progress=beats_progress)
-        samples = np.asarray(table.samples, dtype=np.int64)
-        artifact_spans = [(int(a), int(b)) for a, b in getattr(table, "artifact_spans", [])]
-        beat_prov = dict(getattr(table, "provenance", {}) or {})
-    timings["beats"] = time.perf_counter() - t0
+    samples, classes, artifact_spans, beat_prov = _detect_or_read_beats(info, base, ref_path, workers, report, chunk_s, overlap_s)
+    _stage(timings, "beats", t0)
     report("beats", 1, 1)
     if samples.size < 2:
         raise AnnotateError(f"{base}: {samples.size} beats found in {info.duration_s:.1f} s; nothing to annotate")
 
     t0 = time.perf_counter()
-    af1 = detect_af(samples, fs, beat_classes=classes)
-    timings["af_pass1"] = time.perf_counter() - t0
+    af1 = detect_af(samples, fs, beat_classes=classes)  # first pass on RR only: the classifier needs to know where AF is
+    af_pass1_s = time.perf_counter() - t0
     report("af", 1, 2)
 
     t0 = time.perf_counter()
     p_wave = None
     class_prov: dict[str, Any] = beat_prov
     if classes is None:
-        try:
-            from ecgtrace.tools.classify import classify_beats
-        except ImportError:
-            raise AnnotateError(f"{base}: the beat classifier (ecgtrace.tools.classify) is not available; use prefer_reference with an .atr file") from None
-
-        try:
-            bc = classify_beats(info, samples, fs, af_mask=af1.beat_mask, artifact_spans=artifact_spans)
-        except FileNotFoundError as exc:  # an installation without the classifier's model file
-            raise AnnotateError(f"{base}: the beat classifier cannot run ({exc.filename or exc}: missing); use prefer_reference with an .atr file") from None
-        classes = np.asarray(bc.classes).astype("<U1")
-        features = getattr(bc, "features", {}) or {}
-        p_wave = features.get("p_wave_present")
-        class_prov = dict(getattr(bc, "provenance", {}) or {})
-    timings["classify"] = time.perf_counter() - t0
+        classes, p_wave, class_prov = _classify(info, base, samples, af1.beat_mask, artifact_spans)
+    _stage(timings, "classify", t0)
     report("classify", 1, 1)
 
     t0 = time.perf_counter()
     af2: AfResult = detect_af(samples, fs, beat_classes=classes, p_wave_present=p_wave)
-    timings["af"] = time.perf_counter() - t0 + timings.pop("af_pass1")
+    timings["af"] = time.perf_counter() - t0 + af_pass1_s
     report("af", 2, 2)
 
     t0 = time.perf_counter()
     source = "reference" if ref_path is not None else "detected"
     events = detect_events(samples, classes, fs, af=af2, artifact_spans=artifact_spans, n_samples=info.n_samples, beat_source=source)
-    timings["rhythm"] = time.perf_counter() - t0
+    _stage(timings, "rhythm", t0)
     report("rhythm", 1, 1)
 
     t0 = time.perf_counter()
     hr = hr_summary(samples, classes, fs, artifact_spans=artifact_spans, af_mask=af2.beat_mask, n_samples=info.n_samples)
     per_minute = per_minute_hr(samples, classes, fs, artifact_spans=artifact_spans, af_mask=af2.beat_mask, n_samples=info.n_samples)
-    timings["hr"] = time.perf_counter() - t0
+    _stage(timings, "hr", t0)
     report("hr", 1, 1)
     return {
         "samples": samples, "classes": classes, "af": af2, "artifact_spans": artifact_spans, "events": events,
@@ -332,4 +372,5 @@ def write_wfdb_annotations(annotation: Annotation, out_dir: str | os.PathLike[st
     return {"annotations": ann_path, "summary": summary_path}
 
 
-__all__ = ["AAMI_ORDER", "Annotation", "AnnotateError", "annotate_record", "count_events", "write_wfdb_annotations"]
+__all__ = ["AAMI_ORDER", "Annotation", "AnnotateError", "annotate_record", "annotation_store_dir", "annotation_versions", "count_events",
+           "default_cache_dir", "write_wfdb_annotations"]

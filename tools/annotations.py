@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ecgtrace.contracts.common import provenance
 from ecgtrace.errors import AnnotationError
 
 #: MIT-BIH beat symbols per AAMI EC57 class. Everything else is not a beat.
@@ -26,6 +27,8 @@ AAMI_CLASSES: dict[str, tuple[str, ...]] = {
     "Q": ("/", "f", "Q"),
 }
 SYMBOL_TO_AAMI: dict[str, str] = {symbol: cls for cls, symbols in AAMI_CLASSES.items() for symbol in symbols}
+#: Version of the reference-annotation reader (its provenance and the annotation cache key).
+ANNOTATIONS_VERSION = "1"
 AAMI_ORDER: tuple[str, ...] = ("N", "S", "V", "F", "Q")
 #: Non-beat symbols kept as marks: P-wave peak, non-conducted P wave (blocked PAC), ventricular flutter wave.
 MARK_SYMBOLS: tuple[str, ...] = ("p", "x", "!")
@@ -79,7 +82,7 @@ class ReferenceAnnotations:
 
     @property
     def provenance(self) -> dict[str, Any]:
-        return {"source": "reference", "method": f"annotation file .{self.extension}", "version": "1", "params": {"record": self.record}}
+        return provenance("reference", f"annotation file .{self.extension}", ANNOTATIONS_VERSION, {"record": self.record})
 
     def class_counts(self) -> dict[str, int]:
         return {cls: int(np.count_nonzero(self.beat_classes == cls)) for cls in AAMI_ORDER}

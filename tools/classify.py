@@ -37,8 +37,9 @@ import numpy as np
 from ecgtrace.errors import EcgTraceError
 from ecgtrace.tools import _classify_model as cm
 from ecgtrace.tools import _classify_pipeline as cp
+from ecgtrace.tools import _classify_short as cs
 from ecgtrace.tools.annotations import AAMI_ORDER
-from ecgtrace.tools.records import RecordInfo, iter_chunks, open_record
+from ecgtrace.tools.records import RecordInfo, iter_chunks, open_record, read_samples
 
 METHOD = "rr-template-forest"
 VERSION = "2"  # 2: model trained on MIT-BIH DS1 only; no S next to an artifact span
@@ -139,6 +140,11 @@ def classify_beats(
     if abs(float(fs_hz) - info.fs_hz) > 1e-6:
         raise ClassifyError(f"{info.name}: fs_hz={fs_hz:g} does not match the record's {info.fs_hz:g} Hz")
     usable = np.array([lead not in info.unusable_leads for lead in info.leads], dtype=bool)
+    if cs.is_short(info.n_samples, info.fs_hz, beats.size):  # a 10 s ECG has too few beats for the forest's template
+        classes, feats, short = cs.classify_short_array(read_samples(info, 0, info.n_samples).signal_mv, info.fs_hz, beats, lead_usable=usable,
+                                                        af_mask=af_mask, in_artifact=_span_mask(beats, artifact_spans), auto_af=auto_af)
+        params = {"record": info.name, "fs_hz": float(info.fs_hz), "leads": list(info.leads), "unusable_leads": list(info.unusable_leads), **short}
+        return BeatClasses(classes=classes, features=feats, provenance={"source": "detected", "method": cs.METHOD, "version": cs.VERSION, "params": params})
     chunks = iter_chunks(info, chunk_s=chunk_s, overlap_s=2.0) if beats.size else iter(())
     feats, n_templates = cp.features_from_chunks(chunks, beats, info.fs_hz, usable)
     params = {"record": info.name, "fs_hz": float(info.fs_hz), "chunk_s": float(chunk_s), "leads": list(info.leads),

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from ecgtrace.contracts.common import provenance
 from ecgtrace.tools.af import as_beat_samples
 
 HR_VERSION = "1.0"
@@ -59,12 +60,7 @@ def hr_params(**overrides: Any) -> dict[str, Any]:
 
 
 def _provenance(p: dict[str, Any], method: str) -> dict[str, Any]:
-    return {
-        "source": "computed",
-        "method": method,
-        "version": HR_VERSION,
-        "params": {k: (list(v) if isinstance(v, tuple) else v) for k, v in p.items()},
-    }
+    return provenance("computed", method, HR_VERSION, {k: (list(v) if isinstance(v, tuple) else v) for k, v in p.items()})
 
 
 def _ms(sample: int | float, fs_hz: float) -> int:

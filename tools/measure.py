@@ -13,7 +13,7 @@ given, the peaks found by a small multi-lead detector inside the window.
   median over beats and lists the beats (R-peak sample indices) it came from.
 * Multi-lead rules in :func:`delineate`: P waves are kept in every lead when at
   least a quarter of the leads (at least one) show them clearly
-  (:func:`~ecgtrace.tools._delineate.p_wave_rule`), removed everywhere
+  (:func:`~ecgtrace.tools._delineate_p.p_wave_rule`), removed everywhere
   otherwise (AF); with 3+ leads, a boundary more than ``CROSS_LEAD_LIMIT_MS``
   from the median of the leads is moved to that median.
 * :func:`write_waves`: the fiducials as a WFDB annotation file in the QT
@@ -26,76 +26,25 @@ from __future__ import annotations
 import math
 import os
 import warnings
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ecgtrace.errors import EcgTraceError
-from ecgtrace.tools._delineate import AMPLITUDES, POINTS, DelineationParams, clear_p_marks, delineate_lead, p_wave_rule, preprocess
+from ecgtrace.tools._atrial import atrial_activity
+from ecgtrace.tools._delineate import AMPLITUDES, POINTS, SIGNAL_KEYS, DelineationParams, delineate_lead, preprocess
+from ecgtrace.tools._delineate_p import clear_p_marks, p_wave_rule
 from ecgtrace.tools._delineate_measures import LeadMeasurements, WindowMeasurements, measure_delineation
+from ecgtrace.tools._delineate_waves import global_j_point, lead_morphology, pathological_q
+from ecgtrace.tools._delineation import INTERNAL_FS_HZ, Delineation, LeadFiducials, marks_to_record, to_internal
 from ecgtrace.tools.records import SignalWindow
 
-MEASURE_VERSION = "1"
+MEASURE_VERSION = "2"
 CROSS_LEAD_MIN_LEADS = 3
 P_LEAD_SHARE = 0.25
-CROSS_LEAD_LIMIT_MS = {"p_on": 16.0, "p_off": 16.0, "qrs_on": 10.0, "qrs_off": 10.0, "t_on": 40.0, "t_off": 30.0}
+CROSS_LEAD_LIMIT_MS = {"p_on": 30.0, "p_off": 16.0, "qrs_on": 6.0, "qrs_off": 6.0, "t_on": 40.0, "t_off": 20.0}  # set on the tuning half
 _WAVE_MARKS = (("p_on", "(", 0), ("p_peak", "p", 0), ("p_off", ")", 0), ("qrs_on", "(", 1), ("r_peak", "N", 1), ("qrs_off", ")", 1), ("t_on", "(", 2), ("t_peak", "t", 0), ("t_off", ")", 2))
-
-
-@dataclass(frozen=True)
-class LeadFiducials:
-    """One lead's marks: ``points[name][k]`` is the absolute sample of beat k's mark (-1: none)."""
-
-    lead: str
-    points: dict[str, np.ndarray]
-    amplitudes_mv: dict[str, np.ndarray]
-    p_present: np.ndarray
-    p_wave: dict[str, Any] = field(default_factory=dict)  # the lead-level P decision (see _delineate.p_wave_rule)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "lead": self.lead,
-            "points": {k: [int(v) for v in arr] for k, arr in self.points.items()},
-            "amplitudes_mv": {k: [None if not np.isfinite(v) else round(float(v), 4) for v in arr] for k, arr in self.amplitudes_mv.items()},
-            "p_present": [bool(v) for v in self.p_present],
-            "p_wave": dict(self.p_wave),
-        }
-
-
-@dataclass(frozen=True)
-class Delineation:
-    """Fiducials of every lead of a window, for the beats ``beat_samples`` (absolute)."""
-
-    fs_hz: float
-    sampfrom: int
-    n_samples: int
-    leads: tuple[str, ...]
-    beat_samples: np.ndarray
-    beat_source: str  # "given" or "detected: <detector>"
-    per_lead: dict[str, LeadFiducials]
-    params: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def provenance(self) -> dict[str, Any]:
-        return {
-            "source": "computed",
-            "method": "ecgtrace.measure.delineate",
-            "version": MEASURE_VERSION,
-            "params": {"beats": self.beat_source, "fs_hz": float(self.fs_hz), **self.params},
-        }
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "fs_hz": float(self.fs_hz),
-            "sampfrom": int(self.sampfrom),
-            "n_samples": int(self.n_samples),
-            "leads": list(self.leads),
-            "beat_samples": [int(b) for b in self.beat_samples],
-            "per_lead": {lead: f.to_json() for lead, f in self.per_lead.items()},
-            "provenance": self.provenance,
-        }
 
 
 # --------------------------------------------------------------------------- beats
@@ -193,6 +142,37 @@ def _cross_lead_correction(results: list[dict[str, np.ndarray]], fs_hz: float) -
     return moved
 
 
+def _p_rule_all_leads(results: list[dict[str, np.ndarray]], fs_hz: float, p: DelineationParams) -> list[dict[str, Any]]:
+    """Lead-level P decisions, then the window rule: P waves belong to the rhythm.
+
+    They are kept in every lead when at least a quarter of the leads (at least
+    one) show them clearly, and removed everywhere otherwise (AF).
+    """
+    p_waves = [p_wave_rule(res, fs_hz, p) for res in results]
+    for res in results:  # kept for the atrial analysis (P waves at a wandering PR are still P waves)
+        for name in ("p_on", "p_peak", "p_off"):
+            res[f"{name}_found"] = res[name].copy()
+    votes = sum(bool(pw["present"]) for pw in p_waves)
+    window_p = votes >= max(1, math.ceil(P_LEAD_SHARE * len(p_waves)))
+    for res, pw in zip(results, p_waves):
+        pw["window_present"] = bool(window_p)
+        if not window_p:
+            clear_p_marks(res)
+    return p_waves
+
+
+def _lead_result(lead: str, res: dict[str, np.ndarray], p_wave: dict[str, Any], fs_int: float, window: SignalWindow, j_point: np.ndarray) -> LeadFiducials:
+    """One lead's marks back on the record's samples and in ms, with its amplitudes and QRS morphology."""
+    points, times = {}, {}
+    for k in POINTS:
+        points[k], times[k] = marks_to_record(res[k], fs_int, window.fs_hz, window.sampfrom)
+    morph = lead_morphology(res["xl"], res["qrs_on"], res["qrs_off"], fs_int, j_point)
+    amplitudes = {k: res[k] for k in AMPLITUDES}
+    amplitudes["st_j60_mv"] = morph.pop("st_j60_mv")  # read on the baseline-kept signal against the PR level
+    morph["pathological_q"] = pathological_q(lead, morph, res["r_amp_mv"], res["s_amp_mv"])
+    return LeadFiducials(lead=lead, points=points, amplitudes_mv=amplitudes, p_present=res["p_present"], p_wave=p_wave, times_ms=times, morphology=morph)
+
+
 def delineate(
     window: SignalWindow,
     beat_samples: np.ndarray | None = None,
@@ -202,11 +182,16 @@ def delineate(
 ) -> Delineation:
     """Delineate every lead of ``window`` around the beats.
 
+    The window is resampled to ``INTERNAL_FS_HZ`` first (see
+    :mod:`ecgtrace.tools._delineation`), so the same ECG gives the same marks
+    at 100, 250 or 500 Hz.
+
     Args:
         window: the signal (mV) and its ``fs_hz``.
         beat_samples: absolute R-peak sample indices (beats outside the window
             are dropped); None detects them in the window.
-        params: delineation constants (defaults tuned on QTDB and LUDB).
+        params: delineation constants (defaults tuned on the tuning half of QTDB and LUDB,
+            see ``benchmarks/delineation.py``).
         cross_lead: with 3 or more leads, pull a lead's boundary that strays
             from the median of the leads back to it (see ``CROSS_LEAD_LIMIT_MS``).
     """
@@ -216,23 +201,19 @@ def delineate(
     if signal.ndim != 2 or signal.shape[1] != len(window.leads):
         raise EcgTraceError(f"window signal must be (n_samples, {len(window.leads)} leads), got {signal.shape}")
     beats, source = _beats_for(window, beat_samples)
-    local = beats - window.sampfrom
     p = params or DelineationParams()
-    results = [delineate_lead(signal[:, j], window.fs_hz, local, p) for j in range(len(window.leads))]
-    p_waves = [p_wave_rule(res, window.fs_hz, p) for res in results]
-    # P waves belong to the rhythm: they are kept in every lead when at least a quarter of
-    # the leads (at least one) show them clearly, and removed everywhere otherwise (AF)
-    votes = sum(bool(pw["present"]) for pw in p_waves)
-    window_p = votes >= max(1, math.ceil(P_LEAD_SHARE * len(p_waves)))
-    for res, pw in zip(results, p_waves):
-        pw["window_present"] = bool(window_p)
-        if not window_p:
-            clear_p_marks(res)
-    corrected = _cross_lead_correction(results, window.fs_hz) if cross_lead and len(results) >= CROSS_LEAD_MIN_LEADS else 0
-    per_lead = {}
-    for lead, res, p_wave in zip(window.leads, results, p_waves):
-        points = {k: np.where(res[k] >= 0, res[k] + window.sampfrom, -1) for k in POINTS}
-        per_lead[lead] = LeadFiducials(lead=lead, points=points, amplitudes_mv={k: res[k] for k in AMPLITUDES}, p_present=res["p_present"], p_wave=p_wave)
+    x_int, fs_int = to_internal(signal, window.fs_hz)
+    local = np.round((beats - window.sampfrom) * fs_int / window.fs_hz).astype(np.int64)
+    local = np.clip(local, 0, max(x_int.shape[0] - 1, 0))
+    results = [delineate_lead(x_int[:, j], fs_int, local, p) for j in range(len(window.leads))]
+    p_waves = _p_rule_all_leads(results, fs_int, p)
+    corrected = _cross_lead_correction(results, fs_int) if cross_lead and len(results) >= CROSS_LEAD_MIN_LEADS else 0
+    j_point = global_j_point(np.stack([res["qrs_off"] for res in results])) if results else np.zeros(0, dtype=np.int64)
+    per_lead = {lead: _lead_result(lead, res, pw, fs_int, window, j_point) for lead, res, pw in zip(window.leads, results, p_waves)}
+    atrial = atrial_activity(results, local, fs_int, p_waves)
+    for res in results:
+        for key in SIGNAL_KEYS + ("p_on_found", "p_peak_found", "p_off_found"):
+            res.pop(key, None)
     return Delineation(
         fs_hz=float(window.fs_hz),
         sampfrom=int(window.sampfrom),
@@ -241,7 +222,10 @@ def delineate(
         beat_samples=beats,
         beat_source=source,
         per_lead=per_lead,
-        params={"delineation": p.to_json(), "cross_lead": bool(cross_lead and len(results) >= CROSS_LEAD_MIN_LEADS), "cross_lead_corrected": int(corrected)},
+        params={"delineation": p.to_json(), "internal_fs_hz": float(fs_int), "cross_lead": bool(cross_lead and len(results) >= CROSS_LEAD_MIN_LEADS),
+                "cross_lead_corrected": int(corrected)},
+        version=MEASURE_VERSION,
+        atrial=atrial,
     )
 
 
@@ -288,6 +272,7 @@ def measure_window(window: SignalWindow, beat_samples: np.ndarray | None = None,
 
 
 __all__ = [
+    "INTERNAL_FS_HZ",
     "Delineation",
     "DelineationParams",
     "LeadFiducials",

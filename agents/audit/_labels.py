@@ -69,8 +69,9 @@ def _ludb_table(csv_path: str) -> dict[str, list[str]]:
 
 
 def _ludb_match(lines: list[str], pattern: str) -> bool:
+    """A diagnosis line, or one of its ``:``-separated parts, starts with ``pattern`` (case-insensitive)."""
     pattern = pattern.strip().lower()
-    return any(part.strip().lower().startswith(pattern) for line in lines for part in line.split(":"))
+    return any(line.strip().lower().startswith(pattern) or any(part.strip().lower().startswith(pattern) for part in line.split(":")) for line in lines)
 
 
 @dataclass
@@ -85,6 +86,7 @@ class RecordLabels:
     ref: Any = None  # ReferenceAnnotations
     scp_positive: set[str] = field(default_factory=set)
     scp_uncertain: set[str] = field(default_factory=set)
+    scp_likelihood: dict[str, float] = field(default_factory=dict)
     axis: str | None = None
     ludb_lines: list[str] = field(default_factory=list)
     snomed: set[str] = field(default_factory=set)
@@ -115,24 +117,40 @@ class RecordLabels:
 
     def label(self, graph: DiagnosisGraph, t0_s: float, t1_s: float) -> bool | None:
         """True/False for the window, None when ambiguous (only call when :meth:`mapped`)."""
+        return self.label_reason(graph, t0_s, t1_s)[0]
+
+    def label_reason(self, graph: DiagnosisGraph, t0_s: float, t1_s: float) -> tuple[bool | None, str]:
+        """``(label, why)``: why is empty unless the label is None (then it names the code that made it doubtful)."""
         lm = graph.labels
         if self.kind == "ptbxl":
-            votes = []
+            votes: list[bool | None] = []
+            why = ""
             if lm.scp:
                 if any(c in self.scp_positive for c in lm.scp):
                     votes.append(True)
-                elif any(c in self.scp_uncertain for c in lm.scp):
+                elif doubtful := [c for c in lm.scp if c in self.scp_uncertain]:
                     votes.append(None)
+                    why = f"scp {doubtful[0]} likelihood {self.scp_likelihood.get(doubtful[0], 0):g}"
+                elif related := [c for c in lm.scp_ambiguous if c in self.scp_positive | self.scp_uncertain]:
+                    votes.append(None)
+                    why = f"scp {related[0]} (related statement)"
                 else:
                     votes.append(False)
             if lm.ptbxl_axis and self.axis:
                 votes.append(self.axis in lm.ptbxl_axis)
-            return _combine(votes)
+            label = _combine(votes)
+            return label, (why or "ptbxl labels disagree") if label is None else ""
         if self.kind == "ludb":
-            return any(_ludb_match(self.ludb_lines, p) for p in lm.ludb)
+            if any(_ludb_match(self.ludb_lines, p) for p in lm.ludb):
+                return True, ""
+            related = [p for p in lm.ludb_ambiguous if _ludb_match(self.ludb_lines, p)]
+            return (None, f"ludb {related[0]!r} (related statement)") if related else (False, "")
         if self.kind == "cinc":
-            return bool(self.snomed & set(lm.snomed))
-        votes: list[bool | None] = []
+            if self.snomed & set(lm.snomed):
+                return True, ""
+            related = sorted(self.snomed & set(lm.snomed_ambiguous))
+            return (None, f"snomed {related[0]} (related statement)") if related else (False, "")
+        votes = []
         if lm.beat_symbols and self.ref is not None:
             votes.append(self._beat_vote(lm, t0_s, t1_s))
         if self.kind == "synthetic" and lm.synthetic and not lm.beat_symbols:
@@ -141,7 +159,8 @@ class RecordLabels:
         if self.kind == "annotated" and any(r in ANNOTATED_RHYTHMS for r in lm.rhythms):
             spans = [(iv["onset_sample"] / self.fs_hz, iv["offset_sample"] / self.fs_hz) for iv in self.ref.rhythm_intervals if iv["label"] in lm.rhythms]
             votes.append(_span_vote(spans, t0_s, t1_s, lm.rhythm_mode))
-        return _combine(votes)
+        label = _combine(votes)
+        return label, "window straddles a labelled event" if label is None else ""
 
     def _beat_vote(self, lm: LabelMap, t0_s: float, t1_s: float) -> bool | None:
         samples = self.ref.beat_samples
@@ -230,7 +249,7 @@ def record_labels(record_path: str | Path, info: Any, ref: Any) -> RecordLabels:
             positive = {c for c, v in codes.items() if float(v) >= 100.0 or c not in diagnostic}
             uncertain = set(codes) - positive
             return RecordLabels(kind="ptbxl", method="ptbxl_database.csv scp_codes (validated_by_human)", scp_positive=positive,
-                                scp_uncertain=uncertain, axis=(row.get("heart_axis") or None), **common)
+                                scp_uncertain=uncertain, scp_likelihood={c: float(v) for c, v in codes.items()}, axis=(row.get("heart_axis") or None), **common)
         return RecordLabels(kind="none", method="ptbxl record not validated by a human", **common)
     ludb_csv = _find_upward(base, "ludb.csv")
     if ludb_csv is not None and base.name.isdigit():

@@ -129,7 +129,40 @@ def _overlap(a: tuple[float, float], b: tuple[float, float]) -> float:
     return max(0.0, min(a[1], b[1]) - max(a[0], b[0]))
 
 
+def ordinal(n: int) -> str:
+    """``1st``, ``2nd``, ``3rd``, ``4th`` ... ``11th``, ``12th``, ``13th``, ``21st``."""
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+def pair_text(first: int) -> str:
+    """ERB's QRS-pair option ``[6th QRS wave - 7th QRS wave]`` for the RR from QRS ``first`` (1-based) to the next."""
+    return f"[{ordinal(first)} QRS wave - {ordinal(first + 1)} QRS wave]"
+
+
+def pair_question(rule: GroundingRule, beats: list[dict[str, Any]], rng: np.random.Generator) -> dict[str, Any]:
+    """Which consecutive QRS pair encloses the dropped beat: the RR opened by the beat marked ``opens_long_rr``.
+
+    Decoys are other consecutive pairs of the window, never one whose RR is within
+    10 % of the long one (two equally long RRs would both be right).
+    """
+    opens = [b for b in beats if b.get("opens_long_rr")]
+    if not opens or opens[0]["ordinal"] >= len(beats):
+        raise GroundingSkipped(f"no_wave_target:{rule.target}")
+    first = int(opens[0]["ordinal"])
+    long_rr = beats[first]["rr_ms"]  # the beat after the opener carries the long RR
+    pool = [b["ordinal"] - 1 for b in beats[1:] if b["ordinal"] - 1 != first
+            and not (long_rr and b["rr_ms"] and b["rr_ms"] >= 0.9 * long_rr)]
+    picks = [pool[int(i)] for i in rng.permutation(len(pool))[: rule.n_options - 1]]
+    if not picks:
+        raise GroundingSkipped(f"no_wave_decoys:{rule.target}")
+    options = [pair_text(k) for k in sorted([first, *picks])]
+    return {"kind": "wave", "question": _pick(rng, rule.questions), "options": options, "answer": pair_text(first), "multi": False}
+
+
 def wave_question(rule: GroundingRule, beats: list[dict[str, Any]], t0_s: float, t1_s: float, rng: np.random.Generator) -> dict[str, Any]:
+    if rule.target == "dropped_beat_pair":
+        return pair_question(rule, beats, rng)
     correct, decoys = _wave_spans(rule.target or "", beats)
     correct = [c for c in correct if c[0] >= t0_s and c[1] <= t1_s]
     if not correct:

@@ -175,6 +175,7 @@ def balance_surface(items: list[dict[str, Any]], graphs: dict[str, DiagnosisGrap
     polarity_by_stratum: dict[tuple[str, str, bool], Counter] = defaultdict(Counter)
     yes_by_dx: dict[str, Counter] = defaultdict(Counter)
     yes_all: Counter = Counter()
+    placed: list[tuple[int, int, tuple[str, str, bool]]] = []
     cache: dict[tuple[str, str], dict[int, list[tuple[str, tuple[str, ...]]]]] = {}
     for n, j in slots:
         item = items[n]
@@ -209,3 +210,41 @@ def balance_surface(items: list[dict[str, Any]], graphs: dict[str, DiagnosisGrap
                                                                           "finding_negated": [None] * len(item["loops"])})
         surface["criterion_longer_options"][j] = int(k)
         surface["finding_negated"][j] = bool(negated)
+        if crit.negated_questions:
+            placed.append((n, j, (graph.id, cid, present)))
+    _repair_yes_balance(items, graphs, placed, polarity_by_stratum, yes_by_dx, yes_all, rng)
+
+
+def _repair_yes_balance(items: list[dict[str, Any]], graphs: dict[str, DiagnosisGraph], placed: list[tuple[int, int, tuple[str, str, bool]]],
+                        strata: dict[tuple[str, str, bool], Counter], yes_by_dx: dict[str, Counter], yes_all: Counter, rng: np.random.Generator) -> None:
+    """Flip the wording of one question in an odd-sized stratum while the whole set leans by more than one answer.
+
+    The greedy pass balances each (diagnosis, criterion, finding) stratum first; with
+    many strata of odd size their one-question leftovers can add up. Flipping the
+    wording of one such question keeps its stratum within one question and moves
+    the Yes/No totals by two, towards balance; the answer's truth never changes.
+    """
+    order = [placed[int(i)] for i in rng.permutation(len(placed))]
+    while abs(yes_all[True] - yes_all[False]) > 1:
+        lean = yes_all[True] > yes_all[False]  # too many Yes answers when True
+        for n, j, key in order:
+            finding = items[n]["loops"][j]["finding"]
+            yes = finding["answer"] == YES_NO[0]
+            negated = bool(items[n]["provenance"]["params"]["surface"]["finding_negated"][j])
+            dx = key[0]
+            if yes != lean or strata[key][negated] <= strata[key][not negated]:
+                continue  # flip only a Yes when Yes leads (and vice versa), from the stratum's majority wording
+            if (yes_by_dx[dx][not lean] + 1) - (yes_by_dx[dx][lean] - 1) > 2:
+                continue  # the diagnosis would lean the other way
+            crit = graphs[dx].criteria[key[1]]
+            items[n]["loops"][j]["finding"] = finding_question(crit, key[2], not negated, rng)
+            items[n]["provenance"]["params"]["surface"]["finding_negated"][j] = not negated
+            strata[key][negated] -= 1
+            strata[key][not negated] += 1
+            yes_by_dx[dx][lean] -= 1
+            yes_by_dx[dx][not lean] += 1
+            yes_all[lean] -= 1
+            yes_all[not lean] += 1
+            break
+        else:
+            return  # nothing left to flip without unbalancing a stratum or a diagnosis

@@ -51,6 +51,7 @@ from ecgtrace.contracts.audit import YES_NO, AuditItem
 from ecgtrace.contracts.common import RecordRef
 from ecgtrace.errors import EcgTraceError
 from ecgtrace.rubrics.diagnosis_schema import DiagnosisGraph, load_diagnoses
+from ecgtrace.tools.record_source import record_info
 from ecgtrace.tools.records import RecordInfo, open_record, read_window
 
 BUILDER_VERSION = "4"
@@ -104,7 +105,7 @@ def beat_table(info: RecordInfo, annotation: str | None, cache_dir: Path | None)
         raise EcgTraceError(f"{info.path}.{annotation}: annotation file not found")
     from ecgtrace.tools.annotate import annotate_record
 
-    try:  # cache: ``cache_dir``, else annotate's default ($ECGTRACE_CACHE or beside the record), shared with `ecgtrace annotate`
+    try:  # cache: ``cache_dir``, else annotate's default store in the user cache, shared with `ecgtrace annotate`
         ann = annotate_record(info.path, cache_dir=cache_dir, workers=1)
     except (EcgTraceError, ImportError, OSError) as exc:  # no usable beat classifier: R peaks only, classes unknown
         from ecgtrace.tools.beats import detect_beats
@@ -163,7 +164,7 @@ def build_record(
             seen.add(t0)
             if kept[True] >= max_per_diagnosis and kept[False] >= max_per_diagnosis:
                 break
-            item = _candidate(graph, info, table, labels, mapped, t0, t0 + width, kept, max_per_diagnosis, cache, out, seed)
+            item = _candidate(graph, info, table, labels, mapped, t0, t0 + width, kept, max_per_diagnosis, cache, out, seed, graphs)
             if item is not None:
                 out.items.append(item)
         _balance(out, graph.id, rng)
@@ -173,14 +174,14 @@ def build_record(
     return out
 
 
-def _candidate(graph, info, table, labels, mapped, t0, t1, kept, limit, cache, out: RecordBuild, seed) -> dict[str, Any] | None:
+def _candidate(graph, info, table, labels, mapped, t0, t1, kept, limit, cache, out: RecordBuild, seed, graphs=None) -> dict[str, Any] | None:
     drops = out.drops[graph.id]
     if any(b > t0 and a < t1 for a, b in labels.noise_spans_s):
         drops["noise"] += 1
         return None
-    expert = labels.label(graph, t0, t1) if mapped else None
+    expert, why = labels.label_reason(graph, t0, t1) if mapped else (None, "")
     if mapped and expert is None:
-        drops["label_ambiguous"] += 1
+        drops[f"label_ambiguous:{why}"] += 1
         return None
     if mapped and kept[bool(expert)] >= limit:
         return None  # quota already full for this label: not examined
@@ -194,9 +195,10 @@ def _candidate(graph, info, table, labels, mapped, t0, t1, kept, limit, cache, o
         drops[wf] += 1
         return None
     try:
-        path = evaluate(graph, wf.features)
+        path = evaluate(graph, wf.features, graphs)
     except MissingFeature as exc:
-        drops[f"feature_unavailable:{exc.feature}"] += 1
+        uncalibrated = wf.features.get("amplitudes_calibrated") is False  # mV values of a per-lead normalized record
+        drops[f"feature_unavailable:{exc.feature}" + (":amplitudes_not_calibrated" if uncalibrated else "")] += 1
         return None
     if mapped:
         stats = out.agreement[graph.id]
@@ -276,7 +278,7 @@ def render_item_assets(item: dict[str, Any], out_dir: str | os.PathLike[str]) ->
     from ecgtrace.jsonio import safe_join, write_text_atomic
     from ecgtrace.tools.render import render_png, signal_to_text
 
-    info = open_record(item["record"]["path"], check_leads=False)
+    info = record_info(item["record"]["path"])  # opened once per process, not once per item
     window = read_window(info, item["window"]["t0_s"], item["window"]["t1_s"])
     image = safe_join(out_dir, "assets", f"{item['id']}.png")
     text = safe_join(out_dir, "assets", f"{item['id']}.txt")
@@ -332,10 +334,14 @@ def write_audit_dataset(
     max_per_diagnosis: int = 4,
     diagnoses: list[str] | None = None,
     render_assets: bool = True,
+    cache_dir: str | os.PathLike[str] | None = None,
     build_key: str | None = None,
     on_progress: Any = None,
 ) -> dict[str, Any]:
     """Build items for every record, balance them per diagnosis, write ``out_dir/audit.jsonl`` (+ assets).
+
+    ``cache_dir`` is the annotation store of records without reference beats
+    (default: :func:`ecgtrace.tools.annotate.annotate_record`'s, in the user cache).
 
     Negatives are capped at the number of positives per diagnosis (one negative
     when there is no positive). A record that cannot be read is listed in
@@ -357,7 +363,7 @@ def write_audit_dataset(
     for done, record in enumerate(records, start=1):
         progress("records", done - 1, len(records))
         try:
-            built = build_record(record, seed=seed, max_per_diagnosis=max_per_diagnosis, graphs=graphs, diagnoses=diagnoses)
+            built = build_record(record, seed=seed, max_per_diagnosis=max_per_diagnosis, graphs=graphs, diagnoses=diagnoses, cache_dir=cache_dir)
         except EcgTraceError as exc:  # one unreadable record must not cost the others their items
             failed.append(f"{record}: {exc}")
             continue

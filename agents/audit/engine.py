@@ -9,6 +9,9 @@ window with that reason. Lead names match case-insensitively (``AVR`` = ``aVR``)
 
 The engine knows nothing about the set a graph belongs to; every rule it
 applies comes from the YAML graph (:mod:`ecgtrace.rubrics.diagnosis_schema`).
+A finding may name another graph (``{feature: diagnosis_decision, diagnosis: lbbb, op: "==", value: true}``,
+ERB's "LBBB present -> No" for the fascicular blocks): that graph is walked on
+the same features and its decision is the measured value.
 """
 
 from __future__ import annotations
@@ -17,9 +20,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from ecgtrace.rubrics.diagnosis_schema import DIAGNOSE, FEATURES, DiagnosisGraph, GroundingRule, unit_factor
+from ecgtrace.rubrics.diagnosis_schema import DECISION_FEATURE, DIAGNOSE, FEATURES, DiagnosisGraph, GroundingRule, unit_factor
 
-ENGINE_VERSION = "1"
+ENGINE_VERSION = "2"
 
 
 class MissingFeature(LookupError):
@@ -126,19 +129,56 @@ def _selected_leads(features: dict[str, Any], node: dict[str, Any]) -> dict[str,
     return chosen
 
 
-def evaluate_predicate(node: dict[str, Any], features: dict[str, Any], record: dict[str, Any] | None = None) -> bool:
+def _kleene(node: dict[str, Any], features: dict[str, Any], record: dict[str, Any] | None, graphs: dict[str, DiagnosisGraph] | None) -> bool:
+    """all/any with three-valued logic: a missing child decides nothing when the others already decide.
+
+    ``all`` is False as soon as one child is False, ``any`` True as soon as one is
+    True; otherwise a missing child raises :class:`MissingFeature` (never a guess).
+    """
+    key = "all" if "all" in node else "any"
+    decisive = key == "any"  # the value that settles the composite
+    missing: MissingFeature | None = None
+    for child in node[key]:
+        try:
+            value = evaluate_predicate(child, features, record, graphs)
+        except MissingFeature as exc:
+            missing = missing or exc
+            continue
+        if value is decisive:
+            return decisive
+    if missing is not None:
+        raise missing
+    return not decisive
+
+
+def _builtin_graphs() -> dict[str, DiagnosisGraph]:
+    from ecgtrace.rubrics.diagnosis_schema import load_diagnoses
+
+    return load_diagnoses()
+
+
+def _diagnosis_value(node: dict[str, Any], features: dict[str, Any], graphs: dict[str, DiagnosisGraph] | None) -> bool:
+    """Decision of the graph a finding names, walked on the same features."""
+    pool = graphs if graphs is not None and node["diagnosis"] in graphs else _builtin_graphs()
+    return evaluate(pool[node["diagnosis"]], features, pool).decision
+
+
+def evaluate_predicate(node: dict[str, Any], features: dict[str, Any], record: dict[str, Any] | None = None,
+                       graphs: dict[str, DiagnosisGraph] | None = None) -> bool:
     """Truth of a finding predicate (leaf or all/any/not composite) on ``features``.
 
-    ``record`` (optional) collects the measured values that decided each leaf.
+    ``record`` (optional) collects the measured values that decided each leaf;
+    ``graphs`` resolves findings that name another diagnosis (default: the built-in graphs).
     """
-    if "all" in node:
-        results = [evaluate_predicate(child, features, record) for child in node["all"]]
-        return all(results)
-    if "any" in node:
-        results = [evaluate_predicate(child, features, record) for child in node["any"]]
-        return any(results)
+    if "all" in node or "any" in node:
+        return _kleene(node, features, record, graphs)
     if "not" in node:
-        return not evaluate_predicate(node["not"], features, record)
+        return not evaluate_predicate(node["not"], features, record, graphs)
+    if node.get("feature") == DECISION_FEATURE:
+        decided = _diagnosis_value(node, features, graphs)
+        if record is not None:
+            record[f"{node['diagnosis']}@decision"] = decided
+        return _compare(decided, node["op"], bool(node["value"]))
     name, op = node["feature"], node["op"]
     threshold = _threshold(node)
     if "lead" not in node and "leads" not in node:
@@ -157,8 +197,10 @@ def evaluate_predicate(node: dict[str, Any], features: dict[str, Any], record: d
     return len(hits) >= int(node.get("min_leads", 1))
 
 
-def evaluate(graph: DiagnosisGraph, features: dict[str, Any]) -> Path:
+def evaluate(graph: DiagnosisGraph, features: dict[str, Any], graphs: dict[str, DiagnosisGraph] | None = None) -> Path:
     """Walk ``graph`` from its start on ``features`` and return the ground-truth path.
+
+    ``graphs`` resolves findings that name another diagnosis (default: the built-in graphs).
 
     Raises:
         MissingFeature: a visited criterion needs a value the window lacks.
@@ -172,7 +214,7 @@ def evaluate(graph: DiagnosisGraph, features: dict[str, Any]) -> Path:
         visited.add(node)
         crit = graph.criteria[node]
         values: dict[str, Any] = {}
-        present = evaluate_predicate(crit.finding, features, values)
+        present = evaluate_predicate(crit.finding, features, values, graphs)
         nxt = crit.if_present if present else crit.if_absent
         assert nxt is not None
         steps.append(Step(criterion=node, present=present, next=nxt, values=_plain(values)))

@@ -1,22 +1,7 @@
 """Aggregate scored QA samples into ``results.json`` (per task, per finding, overall).
 
-Per task (``per_task[task]``), by family:
-
-* every task: ``n``, ``errors`` (server failures), ``parse_failures``,
-  ``mean_score`` (0-100, normal 95 % interval of the mean);
-* closed, numeric, timestamps, label: ``accuracy`` (Wilson 95 %), where a
-  numeric answer is "correct" within tolerance (0 events for counts, the item's
-  ``tolerance_ms`` for times) and a timestamp answer when its F1 is 1;
-* numeric: ``score_mae[reference]`` = ``{"mae", "score_mae", "mu", "sigma", "unit", "n"}``
-  with ``ScoreMAE = 100 / (1 + exp((MAE - mu) / sigma))`` over the task's items
-  (:data:`ecgtrace.agents.exam.qa_scoring.MAE_REFERENCE`);
-* timestamps: ``micro`` (pooled TP/FP/FN -> P/R/F1) and ``mean_f1``;
-* label and text: ``rouge_l`` (mean ROUGE-L F, 0-1);
-* report: ``field_accuracy`` (mean per sample, 0-1), ``fields[name]``
-  (Wilson accuracy per statistic), ``completeness``, ``hallucination_rate``
-  (samples asserting at least one finding absent from the truth, Wilson);
-* judged tasks: ``judge`` = ``{"n", "failures", "score", "bands"}``.
-
+``per_task[task]`` is the task type's summary (:meth:`ecgtrace.agents.holter.tasks.QATask.summarize`;
+by default its family's block, defined in :mod:`ecgtrace.agents.exam.qa_families`).
 ``per_finding`` groups by the item's event kind / diagnosis (when the item
 names one): ``n``, ``closed_accuracy``, ``mean_score``. ``overall`` has the same
 plus ``usage`` (requests, errors, mean latency, summed server-reported tokens).
@@ -27,8 +12,9 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Any
 
-from ecgtrace.agents.exam.qa_scoring import MAE_REFERENCE, score_mae
-from ecgtrace.metrics import mean_interval, proportion
+from ecgtrace.agents.exam.qa_families import family_block
+from ecgtrace.agents.holter.tasks import find_task
+from ecgtrace.metrics import mcnemar, mean_interval, proportion
 
 
 def _r(x: float) -> float:
@@ -39,56 +25,9 @@ def _mean(values: list[float]) -> float | None:
     return _r(sum(values) / len(values)) if values else None
 
 
-def _task_block(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    fam = rows[0].get("family", "text")
-    turns = [r["turns"][0] for r in rows]
-    block: dict[str, Any] = {
-        "family": fam, "n": len(rows),
-        "errors": sum(1 for t in turns if t.get("error")),
-        "parse_failures": sum(1 for t in turns if not t.get("error") and not t.get("parse_ok")),
-        "mean_score": mean_interval([float(r["score"]) for r in rows], 0.0, 100.0),
-    }
-    if fam in ("closed", "numeric", "timestamps", "label"):
-        block["accuracy"] = proportion(sum(1 for r in rows if r.get("correct")), len(rows))
-    if fam == "numeric":
-        groups: dict[str, list[float]] = defaultdict(list)
-        for t in turns:
-            groups[t["details"]["reference"]].append(float(t["details"]["error"]))
-        block["score_mae"] = {}
-        for key, errors in sorted(groups.items()):
-            ref = MAE_REFERENCE[key]
-            mae = sum(errors) / len(errors)
-            block["score_mae"][key] = {"n": len(errors), "mae": _r(mae), "score_mae": _r(score_mae(mae, ref["mu"], ref["sigma"])),
-                                       "mu": ref["mu"], "sigma": ref["sigma"], "unit": ref["unit"]}
-    if fam == "timestamps":
-        tp = sum(t["details"].get("tp", 0) for t in turns)
-        fp = sum(t["details"].get("fp", 0) for t in turns)
-        fn = sum(t["details"].get("fn", 0) for t in turns)
-        precision = tp / (tp + fp) if tp + fp else (1.0 if not fn else 0.0)
-        recall = tp / (tp + fn) if tp + fn else 1.0
-        f1 = 2 * tp / (2 * tp + fp + fn) if (tp + fp + fn) else 1.0
-        block["micro"] = {"tp": tp, "fp": fp, "fn": fn, "precision": _r(precision), "recall": _r(recall), "f1": _r(f1)}
-        block["mean_f1"] = mean_interval([float(t["details"].get("f1", 0.0)) for t in turns], 0.0, 1.0)
-    if fam in ("label", "text"):
-        block["rouge_l"] = mean_interval([float((t["details"].get("rouge_l") or {}).get("f1", 0.0)) for t in turns], 0.0, 1.0)
-    if fam == "report":
-        details = [t["details"] for t in turns]
-        block["field_accuracy"] = mean_interval([float(d.get("field_accuracy") or 0.0) for d in details], 0.0, 1.0)
-        block["completeness"] = _mean([float(d.get("completeness") or 0.0) for d in details])
-        per_field: dict[str, list[bool]] = defaultdict(list)
-        for d in details:
-            for name, f in (d.get("fields") or {}).items():
-                per_field[name].append(f["status"] == "correct")
-        block["fields"] = {name: proportion(sum(v), len(v)) for name, v in sorted(per_field.items())}
-        block["hallucination_rate"] = proportion(sum(1 for d in details if d.get("hallucinations")), len(details))
-        block["hallucinations"] = dict(sorted(Counter(h for d in details for h in d.get("hallucinations") or []).items()))
-    judged = [r["judge"] for r in rows if r.get("judge")]
-    if judged:
-        ok = [j for j in judged if j.get("ok")]
-        block["judge"] = {"n": len(judged), "failures": len(judged) - len(ok),
-                          "score": mean_interval([float(j["score"]) for j in ok], 0.0, 100.0),
-                          "bands": dict(sorted(Counter(j["band"] for j in ok).items()))}
-    return block
+def _task_block(task: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    found = find_task(task)
+    return found.summarize(rows) if found is not None else family_block(rows)
 
 
 def _summary_block(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -119,7 +58,7 @@ def summarize_qa(samples: list[dict[str, Any]]) -> dict[str, Any]:
         by_task[row["task"]].append(row)
         if row.get("finding"):
             by_finding[row["finding"]].append(row)
-    return {"overall": {**_summary_block(rows), "usage": _usage(rows)}, "per_task": {t: _task_block(by_task[t]) for t in sorted(by_task)},
+    return {"overall": {**_summary_block(rows), "usage": _usage(rows)}, "per_task": {t: _task_block(t, by_task[t]) for t in sorted(by_task)},
             "per_finding": {f: _summary_block(by_finding[f]) for f in sorted(by_finding)}}
 
 
@@ -140,8 +79,6 @@ def compare_qa(samples_a: list[dict[str, Any]], samples_b: list[dict[str, Any]])
     timestamps with F1 = 1, labels); free-text and report items have no binary
     outcome and are left out. Uses :func:`ecgtrace.metrics.mcnemar`.
     """
-    from ecgtrace.metrics import mcnemar
-
     a = {r["id"]: r for r in samples_a if r.get("correct") is not None}
     b = {r["id"]: r for r in samples_b if r.get("correct") is not None}
     shared = sorted(set(a) & set(b))

@@ -40,7 +40,8 @@ from typing import Any
 
 from ecgtrace.agents.holter.report import DIAGNOSIS_LABELS, REPORT_FIELDS
 from ecgtrace.agents.exam.parsing import json_values
-from ecgtrace.agents.exam.qa_scoring import parse_times_ms, strip_thinking
+from ecgtrace.agents.exam.parsing import strip_thinking
+from ecgtrace.agents.exam.reply_values import parse_times_ms
 
 NUM = r"(?<![\d.,])(?P<v>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|no|zero|one|two|three|four|five|six|seven|eight|nine|ten)(?!\.?\d)"
 _WORD = {"no": 0, "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10}

@@ -6,7 +6,8 @@ derived from that reference beat stream, provenance ``reference``), else from
 the project's detectors (``ecgtrace.tools.annotate.annotate_record``,
 provenance ``detected``). The result, a :class:`~ecgtrace.agents.holter.facts.Facts`
 bundle (beats, events, noise spans, HR summary, patient), is written as JSON
-under ``cache_dir`` keyed by (record content hash, annotator version,
+in the user's cache folder (:func:`bundle_dir`) keyed by (record content hash,
+annotator and bundle versions, every tool version that shapes the result,
 parameters); graph state only carries its path and a small summary.
 """
 
@@ -19,10 +20,11 @@ from typing import Any
 
 import numpy as np
 
-from ecgtrace.contracts.common import RecordRef
+from ecgtrace.contracts.common import RecordRef, provenance
 from ecgtrace.contracts.vocabulary import EPISODE_KINDS, RHYTHM_NOTES
 from ecgtrace.errors import RecordError
-from ecgtrace.jsonio import plain_json, write_json_atomic
+from ecgtrace.jsonio import plain_json, to_json_text, write_json_atomic
+from ecgtrace.tools.record_source import RecordSource, resolve_record
 
 ANNOTATOR_VERSION = "1"
 #: Layout of the sidecar bundle (2: the record reference names its rate ``fs_hz``); part of the store key.
@@ -34,77 +36,79 @@ RHYTHM_NOTE_KINDS: dict[str, str] = {RHYTHM_NOTES[kind]: kind for kind in sorted
 # --------------------------------------------------------------------------- record reference
 
 
-def resolve(record: str | os.PathLike[str]) -> Path:
-    """Record base path without extension (``dir/100.hea`` -> ``dir/100``)."""
-    path = Path(record)
-    if path.suffix.lower() in {".hea", ".dat", ".atr"}:
-        path = path.with_suffix("")
-    return path.resolve()
+def bundle_dir(cache_root: str | os.PathLike[str] | None = None) -> Path:
+    """Where annotation bundles live: ``<cache root>/holter`` (default root: the user's ecgtrace cache)."""
+    from ecgtrace.tools.annotate import default_cache_dir
 
-
-def record_files(base: Path) -> list[Path]:
-    """The files that make up a record (header, signals, annotations, schedule; an EDF file itself), sorted."""
-    files = {p for p in base.parent.glob(f"{base.name}.*") if p.is_file() and not p.name.startswith(".")}
-    if base.is_file():
-        files.add(base)
-    return sorted(files)
-
-
-def record_hash(base: Path) -> str:
-    """SHA-256 over the record's files (name and content), the sidecar store key."""
-    digest = hashlib.sha256()
-    for path in record_files(base):
-        digest.update(path.name.encode())
-        with open(path, "rb") as handle:
-            for block in iter(lambda: handle.read(1 << 22), b""):
-                digest.update(block)
-    return digest.hexdigest()
+    return Path(cache_root if cache_root is not None else default_cache_dir()) / "holter"
 
 
 def load_record(record: str | os.PathLike[str], *, fs_hz: float | None = None) -> dict[str, Any]:
     """Validate a record and return its plain-JSON reference (``RecordRef`` fields plus patient and hash).
 
     Annotation-only records (LTAFDB, NSR2DB) need ``fs_hz``; their duration is
-    taken from the last annotation and they have no leads.
+    taken from the last annotation and they have no leads. The record is
+    resolved and hashed by :mod:`ecgtrace.tools.record_source` (the hash is
+    memoized per process, so the build's thread identity and this node read
+    the bytes once).
     """
-    from ecgtrace.tools.records import open_record
-
-    base = resolve(record)
-    has_header = Path(f"{base}.hea").exists() or (base.suffix.lower() in (".edf", ".bdf") and base.is_file())
-    db = base.parent.name or "local"
-    info = None
-    if has_header:
-        try:
-            info = open_record(base)
-        except RecordError as exc:
-            if "annotation-only" not in str(exc):
-                raise
+    source = resolve_record(record)
+    info = _open_signals(source)
     if info is not None:
-        ref = {"db": db, "id": base.name, "path": str(base), "fs_hz": float(info.fs_hz), "leads": list(info.usable_leads) or list(info.leads),
-               "duration_s": round(float(info.duration_s), 6), "patient": dict(info.patient),
-               "annotated": Path(f"{base}.atr").exists() and info.kind == "wfdb"}
+        ref = {"db": source.db, "id": source.name, "path": str(source.base), "fs_hz": float(info.fs_hz),
+               "leads": list(info.usable_leads) or list(info.leads), "duration_s": round(float(info.duration_s), 6),
+               "patient": dict(info.patient), "annotated": source.has_reference() and info.kind == "wfdb"}
     else:
-        if not Path(f"{base}.atr").exists():
-            raise RecordError(f"{base}: neither a readable signal record nor a .atr annotation file")
+        if not source.has_reference():
+            raise RecordError(f"{source.base}: neither a readable signal record nor a .atr annotation file")
         from ecgtrace.tools.annotations import read_reference_annotations
 
-        ann = read_reference_annotations(base, "atr", fs_hz=fs_hz)
-        ref = {"db": db, "id": base.name, "path": str(base), "fs_hz": float(ann.fs_hz), "leads": [],
+        ann = read_reference_annotations(source.base, "atr", fs_hz=fs_hz)
+        ref = {"db": source.db, "id": source.name, "path": str(source.base), "fs_hz": float(ann.fs_hz), "leads": [],
                "duration_s": round(ann.n_samples / ann.fs_hz, 6), "patient": {}, "annotated": True}
-    ref["hash"] = record_hash(base)
+    ref["hash"] = source.sha256
     return ref
+
+
+def _open_signals(source: RecordSource) -> Any:
+    """The record's header with its leads checked, or None for an annotation-only record."""
+    from ecgtrace.tools.records import open_record
+
+    if source.kind == "annotations":
+        return None
+    try:
+        return open_record(source.base)
+    except RecordError as exc:
+        if "annotation-only" not in str(exc):
+            raise
+        return None
 
 
 # --------------------------------------------------------------------------- annotate
 
 
-def annotate(record_ref: dict[str, Any], cache_dir: str | os.PathLike[str], *, fs_hz: float | None = None) -> dict[str, Any]:
-    """Annotate a record (or reuse the sidecar) and return ``{path, source, summary}`` (plain JSON)."""
-    params = {"fs_hz": fs_hz}
-    key = hashlib.sha256(f"{record_ref['hash']}|{ANNOTATOR_VERSION}|{BUNDLE_FORMAT}|{sorted(params.items())}".encode()).hexdigest()[:20]
-    target = Path(cache_dir) / f"{record_ref['id']}-{key}.json"
+def bundle_key(record_ref: dict[str, Any], params: dict[str, Any]) -> str:
+    """The bundle's cache key: record content, annotator and bundle versions, every tool version, parameters."""
+    from ecgtrace.tools.annotate import annotation_versions
+
+    identity = {"record": record_ref["hash"], "annotator": ANNOTATOR_VERSION, "bundle": BUNDLE_FORMAT,
+                "tools": annotation_versions(), "params": params}
+    return hashlib.sha256(to_json_text(identity).encode()).hexdigest()[:20]
+
+
+def annotate(record_ref: dict[str, Any], cache_dir: str | os.PathLike[str] | None = None, *, fs_hz: float | None = None,
+             annotation_store: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+    """Annotate a record (or reuse the sidecar) and return ``{path, source, summary}`` (plain JSON).
+
+    ``cache_dir`` holds the bundles (default :func:`bundle_dir`); ``annotation_store``
+    is where :func:`ecgtrace.tools.annotate.annotate_record` keeps detections of
+    records without reference annotations (default: its own store in the user cache).
+    """
+    key = bundle_key(record_ref, {"fs_hz": fs_hz})
+    folder = Path(cache_dir) if cache_dir is not None else bundle_dir()
+    target = folder / f"{record_ref['id']}-{key}.json"
     if not target.exists():
-        bundle = _reference_bundle(record_ref, fs_hz) if record_ref.get("annotated") else _detected_bundle(record_ref, Path(cache_dir) / "detected")
+        bundle = _reference_bundle(record_ref, fs_hz) if record_ref.get("annotated") else _detected_bundle(record_ref, annotation_store)
         bundle["key"] = key
         write_json_atomic(target, bundle)
     from ecgtrace.agents.holter.facts import load_facts
@@ -128,20 +132,21 @@ def _reference_bundle(record_ref: dict[str, Any], fs_hz: float | None) -> dict[s
     events = beat_stream_events(samples, classes, fs, int(ann.n_samples), noise, has_rhythm_notes=has_notes, extra=reference_event_inputs(ann))
     events += rhythm_note_events(samples, ann.rhythm_intervals, fs)
     events.sort(key=lambda e: (e["onset_ms"], e["kind"], e["offset_ms"]))
-    prov = {"source": "reference", "method": f"annotation file .{ann.extension}; events by rhythm.detect_events + rhythm notes", "version": ANNOTATOR_VERSION,
-            "params": {"record": ann.record}}
+    method = f"annotation file .{ann.extension}; events by rhythm.detect_events + rhythm notes"
+    prov = provenance("reference", method, ANNOTATOR_VERSION, {"record": ann.record})
     for event in events:
-        event["provenance"] = {**prov, "params": {**prov["params"], "derived": (event.get("provenance") or {}).get("method", "rhythm note")}}
+        derived = (event.get("provenance") or {}).get("method", "rhythm note")
+        event["provenance"] = provenance("reference", method, ANNOTATOR_VERSION, {**prov["params"], "derived": derived})
     return _bundle(record_ref, samples, classes, fs, int(ann.n_samples), events, noise, "reference", prov,
                    rhythm_intervals=[{k: v for k, v in r.items() if k in ("label", "onset_ms", "offset_ms")} for r in ann.rhythm_intervals],
                    extra={"noise_source": noise_source, "seams_ms": []})
 
 
-def _detected_bundle(record_ref: dict[str, Any], cache_dir: Path) -> dict[str, Any]:
+def _detected_bundle(record_ref: dict[str, Any], annotation_store: str | os.PathLike[str] | None) -> dict[str, Any]:
     """The detectors' beats and events (``ecgtrace.tools.annotate``), for records without reference annotations."""
     from ecgtrace.tools.annotate import CHUNK_S, annotate_record
 
-    ann = annotate_record(record_ref["path"], cache_dir=cache_dir, workers=1)
+    ann = annotate_record(record_ref["path"], cache_dir=annotation_store, workers=1)
     fs = float(ann.fs_hz)
     samples = np.asarray(ann.beat_samples, dtype=np.int64)
     classes = np.asarray(ann.beat_classes).astype(str)

@@ -44,11 +44,12 @@ def beat_list_text(facts: Facts, t0: int, t1: int) -> str:
 
 def render_item(facts: Facts, item: dict[str, Any], out_dir: str | os.PathLike[str], modalities: list[str]) -> dict[str, Any]:
     """Write the item's assets and return ``{text, image, video}`` (relative paths; ``image`` is a list)."""
+    from ecgtrace.tools.record_source import record_info
+    from ecgtrace.tools.records import read_samples
     from ecgtrace.tools.render import render_mp4, render_png, signal_to_text
-    from ecgtrace.tools.records import open_record, read_samples
 
     has_signal = bool(facts.record["leads"])
-    info = open_record(facts.record["path"], check_leads=False) if has_signal else None
+    info = record_info(facts.record["path"]) if has_signal else None  # opened once per worker process, not once per item
     windows = item["_display_ms"]
     whole_record = item["window"] is None
     texts: list[str] = [hourly_text(facts)] if whole_record else []

@@ -13,16 +13,16 @@ import hashlib
 import os
 import random
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from ecgtrace.agents.holter.distractors import place_answer
 from ecgtrace.agents.holter.assets import build_messages
+from ecgtrace.contracts.qa import QAItem
 from ecgtrace.errors import EcgTraceError
 from ecgtrace.jsonio import safe_join, write_json_atomic, write_jsonl_atomic
 
 DATASET_VERSION = "1"
-QA_FIELDS = ("id", "split", "task", "template_id", "record", "window", "question", "options", "answer", "answer_type",
-             "evidence", "modalities", "messages", "provenance")
 
 
 def assign_splits(record_keys: list[str], seed: int, dev_fraction: float = 0.2) -> dict[str, str]:
@@ -32,15 +32,29 @@ def assign_splits(record_keys: list[str], seed: int, dev_fraction: float = 0.2) 
     return {key: ("dev" if i < n_dev else "test") for i, key in enumerate(order)}
 
 
+def _option_positions(seed: int) -> Callable[[int], int]:
+    """Answer positions per option count, dealt in seeded shuffled blocks so each position is used equally often."""
+    rng = random.Random(f"{seed}:options")
+    dealt: dict[int, list[int]] = {}
+
+    def deal(n: int) -> int:
+        if not dealt.get(n):
+            block = list(range(n))
+            rng.shuffle(block)
+            dealt[n] = block
+        return dealt[n].pop()
+
+    return deal
+
+
 def finalize(items: list[dict[str, Any]], out_dir: str | os.PathLike[str], *, seed: int, dev_fraction: float = 0.2) -> list[dict[str, Any]]:
-    """Items in id order with split, options and messages; working keys removed."""
+    """Items in id order with split, options and messages, validated as :class:`~ecgtrace.contracts.QAItem`; working keys removed."""
     items = sorted(items, key=lambda it: it["id"])
     duplicates = sorted({a["id"] for a, b in zip(items, items[1:]) if a["id"] == b["id"]})
     if duplicates:
         raise EcgTraceError(f"two records give the same item id {duplicates[0]!r}: records need distinct folder/name pairs")
     splits = assign_splits(sorted({f"{it['record']['db']}/{it['record']['id']}" for it in items}), seed, dev_fraction)
-    rng = random.Random(f"{seed}:options")
-    dealt: dict[int, list[int]] = {}
+    position = _option_positions(seed)
     out = []
     for item in items:
         row = {k: v for k, v in item.items() if not k.startswith("_")}
@@ -48,15 +62,10 @@ def finalize(items: list[dict[str, Any]], out_dir: str | os.PathLike[str], *, se
         row["options"] = None
         if item["_format"] == "closed":
             n = len(item["_distractors"]) + 1
-            if not dealt.get(n):
-                block = list(range(n))
-                rng.shuffle(block)
-                dealt[n] = block
-            position = dealt[n].pop()
-            row["options"] = place_answer(item["answer"], item["_distractors"], position, random.Random(f"{seed}:{item['id']}"))
+            row["options"] = place_answer(item["answer"], item["_distractors"], position(n), random.Random(f"{seed}:{item['id']}"))
         row["modalities"] = item.get("modalities") or {"text": None, "image": [], "video": None}
         row["messages"] = build_messages(row, out_dir, item.get("_context_text"))
-        out.append({k: row.get(k) for k in QA_FIELDS})
+        out.append(QAItem.model_validate(row).to_json())
     return out
 
 

@@ -13,7 +13,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("record", help="WFDB record (dir/100 or dir/100.hea) or EDF file")
     parser.add_argument("--out", required=True, metavar="DIR", help="output folder for <record>.ecgtrace and <record>.summary.json")
     parser.add_argument("--no-cache", action="store_true", help="recompute even when the annotation store has this record")
-    parser.add_argument("--cache-dir", default=None, metavar="DIR", help="annotation store folder (default: $ECGTRACE_CACHE or <record dir>/.ecgtrace_cache)")
+    parser.add_argument("--cache-dir", default=None, metavar="DIR",
+                        help="cache folder; the store is its annotations/ (default: $ECGTRACE_CACHE, else ~/.cache/ecgtrace or the platform's cache folder)")
     parser.add_argument("--workers", type=int, default=2, metavar="N", help="processes for beat detection (default 2)")
     parser.add_argument("--reference", action="store_true", help="use the record's .atr beats and classes instead of detecting them")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON instead of tables")
@@ -34,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
 
     from ecgtrace.errors import EcgTraceError
     from ecgtrace.jsonio import to_json_text
-    from ecgtrace.tools.annotate import annotate_record, write_wfdb_annotations
+    from ecgtrace.tools.annotate import annotate_record, annotation_store_dir, write_wfdb_annotations
     from ecgtrace.tools.records import open_record
 
     if args.workers < 1:
@@ -52,7 +53,8 @@ def run(args: argparse.Namespace) -> int:
             if stage in tasks and total:
                 bar.update(tasks[stage], completed=min(float(done) / float(total), 1.0))
 
-        annotation = annotate_record(args.record, cache_dir=args.cache_dir, use_cache=not args.no_cache, workers=args.workers, progress=progress, prefer_reference=args.reference)
+        annotation = annotate_record(args.record, cache_dir=annotation_store_dir(args.cache_dir), use_cache=not args.no_cache, workers=args.workers,
+                                     progress=progress, prefer_reference=args.reference)
     paths = write_wfdb_annotations(annotation, args.out)
     if args.json:
         print(to_json_text(annotation.summary, indent=2))

@@ -22,6 +22,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--jobs", type=int, default=2, help="records built in parallel (default 2)")
     parser.add_argument("--paraphrase", action="store_true", help="rewrite question wording with an LLM (OpenAI-compatible, from the environment)")
     parser.add_argument("--no-audit", action="store_true", help="do not write audit.jsonl")
+    parser.add_argument("--cache-dir", default=None, metavar="DIR",
+                        help="annotation cache folder (default: $ECGTRACE_CACHE, else ~/.cache/ecgtrace or the platform's cache folder)")
     parser.add_argument("--json", action="store_true", help="print the counts (items per task, dropped, audit items) as JSON")
 
 
@@ -57,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     options["render_jobs"] = max(1, (os.cpu_count() or 1) // n_parallel)
     console = Console(stderr=True, emoji=False, highlight=False)
     manifest = build_dataset(args.records, args.out, options, jobs=jobs, console=console, audit=not args.no_audit,
-                              dev_fraction=args.dev_fraction)
+                              dev_fraction=args.dev_fraction, cache_dir=args.cache_dir)
     counts = manifest["counts"]
     audit = manifest.get("audit") or {}
     if args.json:

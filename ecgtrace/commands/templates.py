@@ -25,6 +25,30 @@ def _looks_like_diagnosis(data: object) -> bool:
     return isinstance(data, dict) and "task" not in data and "stems" not in data and any(k in data for k in ("criteria", "start", "labels"))
 
 
+def run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    console = Console(emoji=False, highlight=False)
+    action = {"list": _list, "validate": _validate, "preview": _preview}[args.action]
+    return action(args, console)
+
+
+def _list(args: argparse.Namespace, console) -> int:  # noqa: ANN001
+    from ecgtrace.rubrics.template_schema import load_templates, template_files
+
+    templates = load_templates(args.templates)
+    files = {p.stem: p for p in template_files(args.templates)}
+    folder = next(iter(files.values())).parent if files else args.templates
+    if args.json:
+        from ecgtrace.commands._output import print_json
+
+        print_json({"folder": str(folder), "templates": [{"id": t.id, "task": t.task, "version": t.version, "scope": t.scope,
+                                                          "description": t.description, "file": str(files.get(t.id, ""))} for t in templates]})
+        return 0
+    _print_listing(console, templates, folder)
+    return 0
+
+
 def _print_listing(console, templates, folder) -> None:  # noqa: ANN001
     """One row per template: its id over a dim line with task, version and scope, then the description (wrapped)."""
     from rich.markup import escape
@@ -41,50 +65,40 @@ def _print_listing(console, templates, folder) -> None:  # noqa: ANN001
     console.print(table)
 
 
-def run(args: argparse.Namespace) -> int:
-    from rich.console import Console
+def _validate_diagnosis(path: str, console) -> None:  # noqa: ANN001
+    from ecgtrace.errors import RubricError
+    from ecgtrace.rubrics.diagnosis_schema import validate_diagnosis_file
 
-    console = Console(emoji=False, highlight=False)
-    if args.action == "list":
-        from ecgtrace.rubrics.template_schema import load_templates, template_files
+    problems = validate_diagnosis_file(path)
+    if problems:
+        for problem in problems[1:]:
+            console.print(f"[red]error:[/] {problem}", highlight=False, soft_wrap=True)
+        raise RubricError(problems[0])
+    console.print(f"[green]ok[/] {path} (diagnosis graph)", highlight=False)
 
-        templates = load_templates(args.templates)
-        files = {p.stem: p for p in template_files(args.templates)}
-        folder = next(iter(files.values())).parent if files else args.templates
-        if args.json:
-            from ecgtrace.commands._output import print_json
 
-            print_json({"folder": str(folder), "templates": [{"id": t.id, "task": t.task, "version": t.version, "scope": t.scope,
-                                                              "description": t.description, "file": str(files.get(t.id, ""))} for t in templates]})
-            return 0
-        _print_listing(console, templates, folder)
-        return 0
-    if args.action == "validate":
-        import importlib.util
+def _validate(args: argparse.Namespace, console) -> int:  # noqa: ANN001
+    """Schema first (file:line errors), then the task registry: a task with rules but no implementation fails too."""
+    import importlib.util
 
-        from ecgtrace.rubrics.loading import read_yaml
-        from ecgtrace.rubrics.template_schema import load_template
+    from ecgtrace.agents.holter.tasks import check_registry, get_task
+    from ecgtrace.rubrics.loading import read_yaml
+    from ecgtrace.rubrics.template_schema import load_template
 
-        for path in args.files:
-            data, _ = read_yaml(path)
-            if _looks_like_diagnosis(data) and importlib.util.find_spec("ecgtrace.rubrics.diagnosis_schema") is not None:
-                from ecgtrace.rubrics.diagnosis_schema import validate_diagnosis_file
+    check_registry()
+    for path in args.files:
+        data, _ = read_yaml(path)
+        if _looks_like_diagnosis(data) and importlib.util.find_spec("ecgtrace.rubrics.diagnosis_schema") is not None:
+            _validate_diagnosis(path, console)
+            continue
+        template = load_template(path)
+        get_task(template.task)
+        console.print(f"[green]ok[/] {path}: {template.id} ({template.task}, v{template.version}, {len(template.stems)} stems)", highlight=False)
+    return 0
 
-                problems = validate_diagnosis_file(path)
-                if problems:
-                    from ecgtrace.errors import RubricError
 
-                    for problem in problems[1:]:
-                        console.print(f"[red]error:[/] {problem}", highlight=False, soft_wrap=True)
-                    raise RubricError(problems[0])
-                console.print(f"[green]ok[/] {path} (diagnosis graph)", highlight=False)
-                continue
-            template = load_template(path)
-            console.print(f"[green]ok[/] {path}: {template.id} ({template.task}, v{template.version}, {len(template.stems)} stems)", highlight=False)
-        return 0
-    # preview
-    import tempfile
-
+def _preview(args: argparse.Namespace, console) -> int:  # noqa: ANN001
+    """The items a template gives on one record (annotations come from, and stay in, the user's cache)."""
     from ecgtrace.agents.holter import annotator, planner, verifier, writer
     from ecgtrace.agents.holter.facts import load_facts
     from ecgtrace.jsonio import to_json_text
@@ -92,11 +106,10 @@ def run(args: argparse.Namespace) -> int:
 
     template = load_template(args.file)
     ref = annotator.load_record(args.record, fs_hz=args.fs)
-    with tempfile.TemporaryDirectory() as cache:
-        facts = load_facts(annotator.annotate(ref, cache, fs_hz=args.fs)["path"])
-        entries = planner.plan(facts, [template], args.seed)
-        items = writer.write_items(facts, template, entries[0]["targets"] if entries else [], seed=args.seed)
-        kept, dropped = verifier.verify(facts, items)
+    facts = load_facts(annotator.annotate(ref, fs_hz=args.fs)["path"])
+    entries = planner.plan(facts, [template], args.seed)
+    items = writer.write_items(facts, template, entries[0]["targets"] if entries else [], seed=args.seed)
+    kept, dropped = verifier.verify(facts, items)
     for item in kept:
         shown = {k: item[k] for k in ("id", "question", "answer", "answer_type", "window", "evidence")}
         shown["distractors"] = item.get("_distractors")

@@ -190,3 +190,43 @@ def test_paraphrase_node_uses_the_configured_model(synth_record, tmp_path):
     for item in state["kept"]:
         assert item["provenance"]["params"]["paraphrase"]["status"] == "kept"
         assert item["question"].startswith("ECG recording")
+
+
+def test_build_caches_in_the_user_cache_not_beside_records_or_outputs(built, synth_record):
+    import os
+
+    out, _, _ = built
+    assert not (out / ".cache").exists()
+    record_dir = Path(synth_record.record_path).parent
+    assert sorted(p.name for p in record_dir.iterdir()) == ["holter.atr", "holter.dat", "holter.hea", "holter.schedule.json"]
+    assert list((Path(os.environ["ECGTRACE_CACHE"]) / "holter").glob("holter-*.json"))
+
+
+def test_annotation_bundle_misses_when_a_tool_version_changes(synth_record, tmp_path, monkeypatch):
+    from ecgtrace.agents.holter import annotator
+
+    ref = annotator.load_record(synth_record.record_path)
+    first = annotator.annotate(ref, tmp_path)["path"]
+    assert annotator.annotate(ref, tmp_path)["path"] == first
+    monkeypatch.setattr("ecgtrace.tools.hr.HR_VERSION", "changed-for-the-test")
+    second = annotator.annotate(ref, tmp_path)["path"]
+    assert second != first and Path(second).exists()
+
+
+def test_finished_thread_is_reused_only_while_versions_match(synth_record, tmp_path, monkeypatch):
+    from ecgtrace.graphs.holter_qa import run_record, thread_id
+
+    options = {**OPTIONS, "tasks": ["report_statistics"]}
+    record = str(synth_record.record_path)
+    stages: list[str] = []
+    run_record(record, str(tmp_path), options, on_stage=stages.append)
+    assert "render" in stages
+    stages.clear()
+    run_record(record, str(tmp_path), options, on_stage=stages.append)
+    assert stages == ["finished earlier (checkpoint)"]
+    before = thread_id(record, options)
+    monkeypatch.setattr("ecgtrace.tools.rhythm.RHYTHM_VERSION", "changed-for-the-test")
+    assert thread_id(record, options) != before
+    stages.clear()
+    state = run_record(record, str(tmp_path), options, on_stage=stages.append)
+    assert "annotate" in stages and "render" in stages and state["kept"]

@@ -194,3 +194,46 @@ def test_every_wording_is_recognised_when_answered_verbatim(graphs) -> None:
                 for option in options:
                     parsed = parse_answer(option, options, False)
                     assert parsed.ok and parsed.value == option, (graph.id, cid, option, parsed.reason)
+
+
+def test_a_finding_can_name_another_diagnosis(graphs, tmp_path: Path) -> None:
+    """ERB's fascicular blocks start with 'LBBB present -> No': the lbbb graph is walked on the same features."""
+    lbbb = {"qrs_ms": 160, "qrs_axis_deg": -60, "per_lead": {"qrs_net_mv": {"V1": -1.2, "V2": -1.5}, "monophasic_r": {"I": True, "aVL": True, "V6": True},
+                                                           "r_notched": {"V6": True}}}
+    path = evaluate(graphs["lafb"], lbbb, graphs)
+    assert path.path_id == "lafb:no_lbbb+=>no" and path.steps[0].values == {"lbbb@decision": True}
+    # the referenced graph must exist in the same folder
+    text = (builtin_dir("diagnoses") / "lafb.yaml").read_text(encoding="utf-8")
+    (tmp_path / "lafb.yaml").write_text(text, encoding="utf-8")
+    with pytest.raises(RubricError, match="names unknown diagnosis 'lbbb'"):
+        load_diagnoses(tmp_path)
+    shutil.copy(builtin_dir("diagnoses") / "lbbb.yaml", tmp_path / "lbbb.yaml")
+    assert sorted(load_diagnoses(tmp_path)) == ["lafb", "lbbb"]
+    bad = text.replace("diagnosis: lbbb, op", "diagnosis: lbbb, unit: mV, op")
+    (tmp_path / "lafb.yaml").write_text(bad, encoding="utf-8")
+    assert "has only feature, diagnosis, op and value" in validate_diagnosis_file(tmp_path / "lafb.yaml")[0]
+
+
+def test_composites_decide_without_a_missing_value_when_they_can() -> None:
+    """all() is False as soon as one child is; any() True as soon as one is; otherwise a missing value is missing."""
+    low = {"feature": "hr_bpm", "op": "<", "value": 60, "unit": "bpm"}
+    missing = {"feature": "pr_ms", "op": ">", "value": 200, "unit": "ms"}
+    assert evaluate_predicate({"all": [low, missing]}, {"hr_bpm": 80.0}) is False
+    assert evaluate_predicate({"any": [missing, low]}, {"hr_bpm": 50.0}) is True
+    with pytest.raises(MissingFeature):
+        evaluate_predicate({"all": [low, missing]}, {"hr_bpm": 50.0})
+    with pytest.raises(MissingFeature):
+        evaluate_predicate({"any": [low, missing]}, {"hr_bpm": 80.0})
+
+
+def test_every_erb_diagnosis_has_a_graph_with_expert_labels(graphs) -> None:
+    """The 17 ERB diagnoses, each mapped to PTB-XL codes (regional codes included) and CinC or LUDB labels."""
+    erb = {"first_degree_av_block": ["1AVB"], "second_degree_av_block": ["2AVB"], "third_degree_av_block": ["3AVB"], "pac": ["PAC"], "pvc": ["PVC"],
+           "lbbb": ["CLBBB"], "rbbb": ["CRBBB"], "lafb": ["LAFB"], "lpfb": ["LPFB"], "lvh": ["LVH"], "rvh": ["RVH"],
+           "anterior_mi": ["ASMI", "AMI", "ALMI"], "inferior_mi": ["IMI", "ILMI"], "lateral_mi": ["LMI", "ALMI", "ILMI"],
+           "anterior_ischemia": ["ISCAS", "ISCAL", "ISCAN"], "inferior_ischemia": ["ISCIN", "ISCIL"], "lateral_ischemia": ["ISCLA", "ISCAL", "ISCIL"]}
+    for gid, codes in erb.items():
+        labels = graphs[gid].labels
+        assert set(codes) <= set(labels.scp), gid
+        assert labels.snomed or labels.ludb, gid
+    assert "ISC_" in graphs["anterior_ischemia"].labels.scp_ambiguous  # region-free ischemia never counts as a regional negative

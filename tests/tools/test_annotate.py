@@ -205,3 +205,38 @@ def test_detected_pipeline_af_on_real_records(detector_ready, shared_data, tmp_p
     a = annotate_record(path, cache_dir=tmp_path)
     score = score_af_episodes(a.af_episodes, [iv for iv in ann.rhythm_intervals if iv["label"] in ("AFIB", "AFL")])
     assert score["duration_se"] >= min_se and score["duration_ppv"] >= min_ppv
+
+
+@pytest.mark.parametrize("module, constant", [("rhythm", "RHYTHM_VERSION"), ("hr", "HR_VERSION"), ("af", "AF_VERSION"), ("annotate", "ANNOTATE_VERSION")])
+def test_a_changed_tool_version_misses_the_store(record_copy, tmp_path, monkeypatch, module, constant):
+    import importlib
+
+    a = annotate_record(record_copy, cache_dir=tmp_path, prefer_reference=True)
+    assert annotate_record(record_copy, cache_dir=tmp_path, prefer_reference=True).from_cache
+    monkeypatch.setattr(importlib.import_module(f"ecgtrace.tools.{module}"), constant, "changed-for-the-test")
+    b = annotate_record(record_copy, cache_dir=tmp_path, prefer_reference=True)
+    assert not b.from_cache and b.key != a.key
+    assert b.provenance["params"]["versions"][module] == "changed-for-the-test"
+
+
+def test_detector_and_classifier_versions_are_in_the_key(monkeypatch):
+    beats = pytest.importorskip("ecgtrace.tools.beats")
+    classify = pytest.importorskip("ecgtrace.tools.classify")
+    from ecgtrace.tools.annotate import annotation_versions
+
+    before = annotation_versions()
+    assert set(before) >= {"beats", "classify", "classify_model", "af", "rhythm", "hr", "annotate", "annotations"}
+    assert "absent" not in (before["beats"], before["classify"])
+    monkeypatch.setattr(beats, "ALGORITHM_VERSION", "changed-detector")
+    monkeypatch.setattr(classify, "VERSION", "changed-classifier")
+    after = annotation_versions()
+    assert (after["beats"], after["classify"]) == ("changed-detector", "changed-classifier")
+    assert {k: v for k, v in after.items() if k not in ("beats", "classify")} == {k: v for k, v in before.items() if k not in ("beats", "classify")}
+
+
+def test_store_defaults_to_the_user_cache_not_the_record_folder(record_copy, monkeypatch, tmp_path):
+    monkeypatch.setenv("ECGTRACE_CACHE", str(tmp_path / "user-cache"))
+    before = sorted(p.name for p in record_copy.parent.iterdir())
+    annotate_record(record_copy, prefer_reference=True)
+    assert sorted(p.name for p in record_copy.parent.iterdir()) == before
+    assert len(list((tmp_path / "user-cache" / "annotations").glob("*.npz"))) == 1
