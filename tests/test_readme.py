@@ -20,6 +20,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -148,16 +149,19 @@ def test_every_readme_command_runs_as_written(tmp_path):
                 server = None
                 ran.append(command)
                 continue
+            started = time.perf_counter()
             result = bash(line)
             shown = f"$ {command}\n{result.stdout[-1500:]}\n{result.stderr[-1500:]}"
             assert result.returncode == 0, shown
             assert "Traceback" not in result.stderr and "error:" not in result.stderr, shown
-            ran.append(command)
+            assert "…" not in result.stdout, f"a value was cut at 80 columns:\n{shown}"
+            ran.append(f"{command} ({time.perf_counter() - started:.1f} s)")
     finally:
         if server is not None:
             server.kill()
     assert len(ran) >= 25, (ran, skipped)
-    print(f"ran {len(ran)} README commands; not run: " + "; ".join(f"{c!r} ({why})" for c, why in skipped))
+    print(f"ran {len(ran)} README commands: " + "; ".join(ran))
+    print(f"not run: " + "; ".join(f"{c!r} ({why})" for c, why in skipped))
 
 
 @pytest.mark.parametrize("command", [c for c in readme_commands(README.read_text()) if c.startswith("ecgtrace")])
