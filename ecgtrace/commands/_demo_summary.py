@@ -53,31 +53,47 @@ def _chance(dataset: Path, audit_rows: list[dict[str, Any]], qa_rows: list[dict[
     return audit_baselines(audit_items), qa_baselines(qa_items)
 
 
-def print_summary(console: Any, runs: Path, dataset: Path, examinees: list[str], run_name: Any) -> None:
+ROW_KEYS = ("ida", "gt_rda", "completion", "depth", "n", "qa_closed_accuracy", "qa_mean_score", "qa_n")
+
+
+def summary(runs: Path, dataset: Path, examinees: list[str], run_name: Any) -> dict[str, Any]:
+    """The rows (``chance`` first, then each examinee) and the notes, as plain JSON."""
+    loaded = {m: (_load(runs / f"audit-{run_name(m)}"), _load(runs / f"qa-{run_name(m)}")) for m in examinees}
+    (_, audit_rows), (_, qa_rows) = loaded[examinees[0]]
+    audit_chance, qa_chance = _chance(dataset, audit_rows, qa_rows)
+    rows = [{"model": "chance", "ida": audit_chance["ida"], "gt_rda": audit_chance["decision"], "completion": audit_chance["completion"],
+             "depth": None, "n": len(audit_rows), "qa_closed_accuracy": qa_chance["closed_accuracy"], "qa_mean_score": None,
+             "qa_n": len(qa_rows)}]
+    for model in examinees:
+        (audit, _), (qa, _) = loaded[model]
+        a, q = audit["overall"], qa["overall"]
+        rows.append({"model": model, "ida": _value(a, "ida"), "gt_rda": _value(a, "gt_rda"), "completion": _value(a, "completion"),
+                     "depth": _value(a, "depth"), "n": a.get("n"), "qa_closed_accuracy": _value(q, "closed_accuracy"),
+                     "qa_mean_score": _value(q, "mean_score"), "qa_n": q.get("n"), "runs": {"audit": str(runs / f"audit-{run_name(model)}"),
+                                                                                         "qa": str(runs / f"qa-{run_name(model)}")}})
+    return {"rows": rows, "notes": notes(loaded, audit_chance, qa_chance),
+            "protocol_prior": audit_chance["protocol_prior"]}
+
+
+def print_summary(console: Any, data: dict[str, Any]) -> None:
     """The table (a chance row, then one row per examinee) and the notes on oracle, random and prior."""
     from rich.markup import escape
 
     from ecgtrace.commands._output import add_columns, new_table
 
-    loaded = {m: (_load(runs / f"audit-{run_name(m)}"), _load(runs / f"qa-{run_name(m)}")) for m in examinees}
-    (_, audit_rows), (_, qa_rows) = loaded[examinees[0]]
-    audit_chance, qa_chance = _chance(dataset, audit_rows, qa_rows)
     table = new_table("how well each examinee reads the ECG")
     add_columns(table, ("model", "IDA", "GT-RDA", "Compl.", "Depth", "n", "QA acc.", "QA score", "QA n"), left=("model",), no_wrap=True)
-    table.add_row("chance", _cell(audit_chance["ida"]), _cell(audit_chance["decision"]), _cell(audit_chance["completion"]), "-",
-                  str(len(audit_rows)), _cell(qa_chance["closed_accuracy"]), "-", str(len(qa_rows)), style="dim")
-    for model in examinees:
-        (audit, _), (qa, _) = loaded[model]
-        a, q = audit["overall"], qa["overall"]
-        score = _value(q, "mean_score")
-        table.add_row(escape(model), _cell(_value(a, "ida")), _cell(_value(a, "gt_rda")), _cell(_value(a, "completion")),
-                      _cell(_value(a, "depth"), "depth"), str(a.get("n", "-")), _cell(_value(q, "closed_accuracy")),
-                      "-" if score is None else f"{score:.1f}", str(q.get("n", "-")))
+    for row in data["rows"]:
+        score = row["qa_mean_score"]
+        table.add_row(escape(row["model"]), _cell(row["ida"]), _cell(row["gt_rda"]), _cell(row["completion"]), _cell(row["depth"], "depth"),
+                      str(row["n"] if row["n"] is not None else "-"), _cell(row["qa_closed_accuracy"]),
+                      "-" if score is None else f"{score:.1f}", str(row["qa_n"] if row["qa_n"] is not None else "-"),
+                      style="dim" if row["model"] == "chance" else None)
     console.print(table)
     console.print("Audit: IDA initial-answer accuracy, GT-RDA decision accuracy with the true history, Compl. every step "
                   "right, Depth 0-4. QA: closed accuracy and mean score (0-100). chance: what a uniform guess is expected "
                   "to score on these items.")
-    for line in notes(loaded, audit_chance, qa_chance):
+    for line in data["notes"]:
         console.print(f"- {escape(line)}")
 
 

@@ -123,3 +123,24 @@ def check_outcome(run_dir: Any, item_ids: set[str], console: Any) -> None:
     console.print(f"[yellow]warning:[/] {failed} of {asked} turns ({samples} samples) got no answer from the server after retries "
                   f"and are scored wrong (most common, {count}x: {escape(cause)}); rerun the same command with --retry-errors "
                   f"to ask those {samples} samples again", soft_wrap=False)
+
+
+def announce(run: PreparedRun, args: argparse.Namespace, n_items: int, console: Any) -> None:
+    """Say what this invocation will do before it does it: samples asked again, or nothing at all."""
+    if run.retried:
+        console.print(f"asking {len(run.retried)} sample(s) with server errors again")
+    if run.todo == 0 and not args.quiet:
+        console.print(nothing_to_do_line(run, args.run, n_items), soft_wrap=True)
+
+
+def finish(run: PreparedRun, item_ids: set[str], results: dict[str, Any], args: argparse.Namespace, console: Any,
+           print_results: Any, title: str) -> int:
+    """Check the outcome (raises when every turn failed), then print ``results`` as JSON or tables; the exit code."""
+    check_outcome(run.run_dir, item_ids, console)
+    if args.json:
+        from ecgtrace.commands._output import print_json
+
+        print_json(results)
+    elif not args.quiet:
+        print_results(results, title=title)
+    return 0

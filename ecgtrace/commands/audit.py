@@ -28,9 +28,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import asyncio
 
-    from ecgtrace.commands._exam_run import check_outcome, nothing_to_do_line, prepare_run
+    from ecgtrace.commands._exam_run import announce, finish, prepare_run
     from ecgtrace.commands._model_options import ask_at_terminal, check_model_options, make_model, run_settings, run_with_progress
-    from ecgtrace.commands._output import make_console, print_json
+    from ecgtrace.commands._output import make_console
     from ecgtrace.graphs.audit_runner import run_audit
 
     check_model_options(args)
@@ -41,10 +41,7 @@ def run(args: argparse.Namespace) -> int:
     prepared = prepare_run(args, identity_of(audit, args), run_settings(args, audit.path), kind="audit", item_ids=ids,
                            examinees=[("model", examinee)])
     run_dir = prepared.run_dir
-    if prepared.retried:
-        console.print(f"asking {len(prepared.retried)} sample(s) with server errors again")
-    if prepared.todo == 0 and not args.quiet:
-        console.print(nothing_to_do_line(prepared, args.run, len(ids)), soft_wrap=True)
+    announce(prepared, args, len(ids), console)
 
     def audit_now(on_sample):  # noqa: ANN001, ANN202
         return asyncio.run(run_audit(audit, run_dir, examinee, mode=args.mode, modality=args.modality,
@@ -54,12 +51,7 @@ def run(args: argparse.Namespace) -> int:
 
     results = run_with_progress(audit_now, console=console, label="audit", total=len(items), done=prepared.done_before,
                                 quiet=args.quiet or examinee.interactive or prepared.todo == 0)
-    check_outcome(run_dir, ids, console)
-    if args.json:
-        print_json(results)
-    elif not args.quiet:
-        print_results(results, title=f"{args.model} - {args.mode} - {args.modality}")
-    return 0
+    return finish(prepared, ids, results, args, console, print_results, f"{args.model} - {args.mode} - {args.modality}")
 
 
 def _load_items(args: argparse.Namespace):  # noqa: ANN202

@@ -19,6 +19,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per request")
     parser.add_argument("--human", action="store_true", help="answer --turn yourself, in the model's place")
     parser.add_argument("--view", action="store_true", help="open this sample in the results viewer (ecgtrace view RUN, ?sample=ID)")
+    parser.add_argument("--json", action="store_true", help="print the sample (or, with --ask/--human, the re-asked turn) as JSON")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -31,13 +32,18 @@ def run(args: argparse.Namespace) -> int:
     from ecgtrace.views.debugger import load_debug_sample, options_text
     from ecgtrace.errors import EcgTraceError
 
-    console = Console(emoji=False, highlight=False)
+    console = Console(emoji=False, highlight=False, stderr=args.json)
     if args.sample is None:
         args.sample = first_broken_sample(args.run)
         console.print(f"no --sample given: showing {args.sample}, the first sample whose chain broke (or the first one)",
                       markup=False)
     sample = load_debug_sample(args.run, args.sample)
     broke = sample.broke_at() if sample.kind == "audit" else None
+    if args.json and not (args.ask or args.human or args.view):
+        from ecgtrace.commands._output import print_json
+
+        print_json({"run": str(args.run), "kind": sample.kind, "broke_at": broke, "ecg": ecg_location(sample), "sample": sample.row})
+        return 0
     console.print(_header(sample, broke))
     for line in ecg_lines(sample):
         console.print(line, markup=False)
@@ -95,8 +101,11 @@ def _header(sample, broke: int | None) -> str:  # noqa: ANN001
     return f"[bold]{escape(row['id'])}[/] ({what})\n{counts}; {verdict}"
 
 
-def ecg_lines(sample) -> list[str]:  # noqa: ANN001
-    """Where the ECG of this sample is: record, window, and the image/text files the model was shown (absolute paths)."""
+def ecg_location(sample) -> dict:  # noqa: ANN001
+    """Where the ECG of this sample is: ``{"record", "window", "files": {kind: {"path", "exists"}}}`` (absolute paths).
+
+    ``{"error": ...}`` when the run's dataset is no longer there to say.
+    """
     from pathlib import Path
 
     from ecgtrace.errors import EcgTraceError
@@ -109,37 +118,52 @@ def ecg_lines(sample) -> list[str]:  # noqa: ANN001
             found, base = _dataset_item(sample)
             item = found.to_json()
         except EcgTraceError as exc:
-            return [f"ECG: not found ({exc})"]
+            return {"error": str(exc)}
     else:
         dataset = sample.header.get("settings", {}).get("dataset_path")
         base = Path(dataset).parent if dataset else None
-    record = item.get("record") or {}
-    window = item.get("window") or {}
-    lines = [f"ECG record: {record.get('path', '?')}" + (f", window {window['t0_s']:g}-{window['t1_s']:g} s" if window else "")]
     files = dict(item.get("assets") or {})
     for kind, value in (item.get("modalities") or {}).items():
         if value:
             files[kind] = value[0] if isinstance(value, list) else value
+    located = {}
     for kind, rel in files.items():
         if rel:
-            path = (Path(base) / rel) if base is not None else Path(rel)
-            lines.append(f"ECG {kind}: {path.resolve()}" + ("" if path.exists() else " (missing)"))
+            path = ((Path(base) / rel) if base is not None else Path(rel)).resolve()
+            located[kind] = {"path": str(path), "exists": path.exists()}
+    return {"record": (item.get("record") or {}).get("path"), "window": item.get("window"), "files": located}
+
+
+def ecg_lines(sample) -> list[str]:  # noqa: ANN001
+    """:func:`ecg_location` as lines for the terminal."""
+    where = ecg_location(sample)
+    if "error" in where:
+        return [f"ECG: not found ({where['error']})"]
+    window = where["window"]
+    lines = [f"ECG record: {where['record'] or '?'}" + (f", window {window['t0_s']:g}-{window['t1_s']:g} s" if window else "")]
+    for kind, found in where["files"].items():
+        lines.append(f"ECG {kind}: {found['path']}" + ("" if found["exists"] else " (missing)"))
     return lines
 
 
 def _view(console, args: argparse.Namespace) -> int:  # noqa: ANN001
-    """Open the sample in the viewer when the ``view`` command is installed; else say how to."""
+    """Serve the run in the viewer on a port chosen here, so the sample's own URL can be printed first."""
     import importlib.util
+    import socket
 
-    command = f"ecgtrace view {args.run}"
     if importlib.util.find_spec("ecgtrace.commands.view") is None:
-        console.print(f"the viewer is not part of this install; with it, run: {command}  and open the URL it prints "
-                      f"followed by ?sample={args.sample}", markup=False)
+        console.print(f"the viewer is not part of this install; with it, run: ecgtrace view {args.run}  and open the URL it "
+                      f"prints followed by ?sample={args.sample}", markup=False)
         return 0
+    from urllib.parse import quote
+
     from ecgtrace.cli import main as cli
 
-    console.print(f"opening {args.sample} in the viewer: {command} (then ?sample={args.sample})", markup=False)
-    return cli(["view", str(args.run), "--sample", args.sample])
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    console.print(f"this sample in the viewer: http://127.0.0.1:{port}/?sample={quote(args.sample)}  (Ctrl-C stops it)", markup=False)
+    return cli(["view", str(args.run), "--port", str(port)])
 
 
 def _style(turn: dict) -> str:
@@ -196,6 +220,12 @@ def _reask(console, sample, turn_index: int, args: argparse.Namespace) -> int:  
     examinee, who = _examinee(console, args)
     old = next((t for t in sample.turns if int(t.get("index", -1)) == turn_index), None)
     new, source = reask_turn_sync(sample, turn_index, examinee)
+    changed = old is None or old.get("correct") != new.get("correct")
+    if args.json:
+        from ecgtrace.commands._output import print_json
+
+        print_json({"turn": turn_index, "state_before": source, "who": who, "in_the_run": old, "now": new, "verdict_changed": changed})
+        return 0
     console.print(f"[dim]state before turn {turn_index}: {source}[/]")
     table = Table(title=f"turn {turn_index} ({new['stage']}) re-asked", show_lines=True)
     table.add_column("")
@@ -206,7 +236,6 @@ def _reask(console, sample, turn_index: int, args: argparse.Namespace) -> int:  
         before = "" if old is None else str(old.get(field))
         table.add_row(label, Text(before), Text(str(new.get(field))))
     console.print(table)
-    changed = old is None or old.get("correct") != new.get("correct")
     console.print("[yellow]the verdict changed[/]" if changed else "the verdict is the same")
     return 0
 

@@ -32,20 +32,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--modality", choices=EXAM_MODALITIES, default="image", help="how the ECG is shown (default image)")
     parser.add_argument("--limit", type=int, default=None, metavar="N", help="examine only the first N audit and QA items")
     parser.add_argument("--max-images", type=int, default=24, help="grounding figures per HTML report (default 24)")
+    parser.add_argument("--json", action="store_true", help="print the summary (rows and notes) as JSON on stdout; progress goes to stderr")
 
 
 def run(args: argparse.Namespace) -> int:
     import time
     from pathlib import Path
 
-    from ecgtrace.commands._demo_summary import print_summary
-    from ecgtrace.commands._output import make_console
+    from ecgtrace.commands._demo_summary import print_summary, summary
+    from ecgtrace.commands._output import make_console, print_json
 
-    console = make_console()
+    console = make_console(stderr=args.json)
     out = Path(args.out)
     base, dataset, runs = out / "record" / "holter", out / "dataset", out / "runs"
     started = time.perf_counter()
-    steps = _Steps(console)
+    steps = _Steps(console, capture_all=args.json)
     _record_step(steps, base, args)
     _build_step(steps, base, dataset, args)
     examinees = list(BUILTIN_EXAMINEES) + ([args.model] if args.model else [])
@@ -59,22 +60,27 @@ def run(args: argparse.Namespace) -> int:
     if not steps.timings:
         console.print(f"nothing to do: reusing the synthetic record, the dataset, {2 * len(examinees)} runs and their reports in "
                       f"{out}, all up to date; the summary below is from the saved results", soft_wrap=True)
-    print_summary(console, runs, dataset, examinees, _run_name)
+    data = summary(runs, dataset, examinees, _run_name)
+    if args.json:
+        print_json({**data, "timings_s": steps.timings})
+        return 0
+    print_summary(console, data)
     if steps.timings:
         _print_timings(console, steps.timings)
     else:
         console.print(f"done in {time.perf_counter() - started:.1f} s")
     focus = runs / f"audit-{_run_name(args.model or 'random')}" / "report.html"
     console.print(f"\nHTML report: [bold]{focus}[/]  (every run folder under {runs} has its own report.html)")
-    console.print(f"Step through one sample: ecgtrace debug {focus.parent} --sample <id>")
+    console.print(f"Step through the first sample whose chain broke: ecgtrace debug {focus.parent}")
     return 0
 
 
 class _Steps:
     """Runs the demo's steps through the CLI; ``timings`` holds only the steps that did work."""
 
-    def __init__(self, console) -> None:  # noqa: ANN001
+    def __init__(self, console, *, capture_all: bool = False) -> None:  # noqa: ANN001
         self.console = console
+        self.capture_all = capture_all  # --json: the steps' own stdout must not mix with the JSON
         self.timings: dict[str, float] = {}
         self.pending: list[str] = []
 
@@ -98,10 +104,11 @@ class _Steps:
 
         buffer = io.StringIO()
         started = time.perf_counter()
-        with contextlib.redirect_stdout(buffer) if capture else contextlib.nullcontext():
+        with contextlib.redirect_stdout(buffer) if capture or self.capture_all else contextlib.nullcontext():
             code = cli(argv)
         if code != 0:
-            raise EcgTraceError(f"demo step '{name}' failed (exit {code}); fix the error above and run the demo again to resume")
+            hint = " (a run made from an older dataset is refused: remove the runs folder to start the runs over)" if name[:1] in "34" else ""
+            raise EcgTraceError(f"demo step '{name}' failed (exit {code}); fix the error above and run the demo again to resume{hint}")
         self.elapsed = time.perf_counter() - started
         return buffer.getvalue()
 

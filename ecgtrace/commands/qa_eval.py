@@ -29,9 +29,9 @@ def run(args: argparse.Namespace) -> int:
     import asyncio
 
     from ecgtrace.agents.exam.qa_runner import identity_for, run_qa
-    from ecgtrace.commands._exam_run import check_outcome, nothing_to_do_line, prepare_run
+    from ecgtrace.commands._exam_run import announce, finish, prepare_run
     from ecgtrace.commands._model_options import ask_at_terminal, check_model_options, make_model, run_settings, run_with_progress
-    from ecgtrace.commands._output import make_console, print_json
+    from ecgtrace.commands._output import make_console
 
     check_model_options(args)
     console = make_console(stderr=True)
@@ -48,10 +48,7 @@ def run(args: argparse.Namespace) -> int:
     prepared = prepare_run(args, identity, run_settings(args, qa.path, judge_base_url=args.judge_base_url), kind="qa",
                            item_ids=ids, examinees=[("model", examinee), ("judge", judge)] if judge else [("model", examinee)])
     run_dir = prepared.run_dir
-    if prepared.retried:
-        console.print(f"asking {len(prepared.retried)} sample(s) with server errors again")
-    if prepared.todo == 0 and not args.quiet:
-        console.print(nothing_to_do_line(prepared, args.run, len(ids)), soft_wrap=True)
+    announce(prepared, args, len(ids), console)
 
     def evaluate(on_sample):  # noqa: ANN001, ANN202
         return asyncio.run(run_qa(qa, run_dir, examinee, modality=args.modality, concurrency=args.concurrency, limit=args.limit,
@@ -60,12 +57,7 @@ def run(args: argparse.Namespace) -> int:
 
     results = run_with_progress(evaluate, console=console, label="qa-eval", total=len(items), done=prepared.done_before,
                                 quiet=args.quiet or examinee.interactive or prepared.todo == 0)
-    check_outcome(run_dir, ids, console)
-    if args.json:
-        print_json(results)
-    elif not args.quiet:
-        print_results(results, title=f"{args.model} - {args.modality}")
-    return 0
+    return finish(prepared, ids, results, args, console, print_results, f"{args.model} - {args.modality}")
 
 
 def _load_items(args: argparse.Namespace, console):  # noqa: ANN001, ANN202
