@@ -11,6 +11,7 @@ HELP = "Compare two audit runs (McNemar per metric and stage) or two QA runs (pe
 CONDITIONS = (
     ("mode", "mode"),
     ("modality", "modality"),
+    ("text_encoding", "text encoding"),
     ("dataset_sha256", "dataset (SHA-256)"),
     ("prompt_version", "prompt version"),
     ("scoring_version", "scoring version"),
