@@ -79,14 +79,36 @@ def nothing_to_do_line(run: PreparedRun, path: str, n_items: int) -> str:
 
 
 def _cause(error: str) -> str:
-    """An error without its attempt count, so equal causes group together."""
-    return str(error).split(" after ", 1)[0][:160]
+    """An error without its attempt count (the first 240 characters)."""
+    return str(error).split(" after ", 1)[0][:240]
+
+
+def _kind(cause: str) -> str:
+    """A cause with its numbers blanked, so "requested 65271 tokens" and "requested 65304 tokens" count as one."""
+    import re
+
+    return re.sub(r"\d+", "#", cause)
+
+
+class _Causes(Counter):
+    """Causes counted by kind; :meth:`most_common` reports the first wording seen of each kind."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.example: dict[str, str] = {}
+
+    def add(self, cause: str) -> None:
+        self[_kind(cause)] += 1
+        self.example.setdefault(_kind(cause), cause)
+
+    def most_common(self, n: int | None = None) -> list[tuple[str, int]]:  # type: ignore[override]
+        return [(self.example[kind], count) for kind, count in super().most_common(n)]
 
 
 def turn_failures(rows: list[dict[str, Any]]) -> tuple[int, int, int, Counter]:
     """(asked turns, failed turns, samples with a failure, causes) over ``rows``; judge requests count as turns."""
     asked = failed = samples = 0
-    causes: Counter = Counter()
+    causes = _Causes()
     for row in rows:
         errors = [t["error"] for t in row.get("turns", []) if t.get("asked", True) and t.get("error")]
         asked += sum(1 for t in row.get("turns", []) if t.get("asked", True))
@@ -97,7 +119,8 @@ def turn_failures(rows: list[dict[str, Any]]) -> tuple[int, int, int, Counter]:
                 errors.append(judge["error"])
         failed += len(errors)
         samples += bool(errors)
-        causes.update(_cause(e) for e in errors)
+        for error in errors:
+            causes.add(_cause(error))
     return asked, failed, samples, causes
 
 
