@@ -19,7 +19,11 @@ A run directory holds:
 * ``checkpoints.sqlite`` - LangGraph checkpoints (one thread per sample).
 
 Opening an existing directory with a different identity is refused
-(:class:`~ecgtrace.errors.RunError`). A torn last line of ``samples.jsonl``
+(:class:`~ecgtrace.errors.RunError`). The comparison follows the identity rules
+of :func:`comparable_identity`: which samples a run asks (``--limit``,
+``--sample-id``, ``--epochs``) is not part of it, so a run folder grows from
+``--limit 20`` to the whole dataset; keys added later (the text encoding, the
+option shuffle) read as their old meaning in headers written before them. A torn last line of ``samples.jsonl``
 (process killed while appending) is cut off on open; duplicate ids are never
 appended and are ignored on read (first wins).
 """
@@ -54,6 +58,32 @@ def package_versions() -> dict[str, str]:
             out[name] = version(name)
         except PackageNotFoundError:
             out[name] = "absent"
+    return out
+
+
+#: Identity keys that no longer decide a sample's result (older headers have them): left out of every comparison.
+NOT_IDENTITY = ("limit",)
+#: Keys added to the identity later, with what a header without them (or with null) meant.
+IDENTITY_DEFAULTS: dict[str, Any] = {
+    "text_encoding": {"method": "raw", "fs_hz": None, "leads": None, "version": "1"},  # ecgtrace.tools.text_encodings.RAW
+    "option_shuffle": "1",  # ecgtrace.agents.exam.run_control.SHUFFLE_VERSION; epoch 0 was never shuffled
+    "skip_unavailable": False,  # qa-eval --skip-unavailable
+}
+
+
+def comparable_identity(identity: dict[str, Any]) -> dict[str, Any]:
+    """An identity as it is compared: keys of :data:`NOT_IDENTITY` dropped, later keys filled with their old meaning.
+
+    ``skipped_unavailable`` (a count of items left out for the modality, which
+    changed with ``--limit``) reads as the flag ``skip_unavailable``.
+    """
+    out = {k: v for k, v in identity.items() if k not in NOT_IDENTITY}
+    if "skipped_unavailable" in out:  # written only with --skip-unavailable
+        out.pop("skipped_unavailable")
+        out["skip_unavailable"] = True
+    for key, default in IDENTITY_DEFAULTS.items():
+        if out.get(key) is None:
+            out[key] = default
     return out
 
 
@@ -166,6 +196,14 @@ class RunDir:
         return dropped
 
     def write_results(self, results: dict[str, Any]) -> Path:
+        """Write ``results.json`` atomically; an unchanged file is left alone, so a rerun that asks nothing changes nothing."""
+        import json
+
+        try:
+            if json.loads(self.results_path.read_text(encoding="utf-8")) == json.loads(to_json_text(results)):
+                return self.results_path
+        except (OSError, ValueError):
+            pass
         return write_json_atomic(self.results_path, results)
 
     def thread_id(self, sample_id: str) -> str:
@@ -173,6 +211,7 @@ class RunDir:
 
 
 def _check_identity(root: Path, old: dict[str, Any], new: dict[str, Any]) -> None:
+    old, new = comparable_identity(old), comparable_identity(new)
     if old != new:
         diffs = [k for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
         shown = "; ".join(f"{k}: {old.get(k)!r} -> {new.get(k)!r}" for k in diffs[:3])

@@ -121,7 +121,7 @@ async def run_probe(probe: ProbeSet, run: RunDir, examinee: Examinee, *, mode: s
 
         async def examine_one(entry: Entry) -> dict[str, Any]:
             if entry.source == "audit":
-                row = await _run_sample(graph, run, entry.item, run_cfg, context, ask_human)
+                row = await _run_sample(graph, run, entry.item, 0, run_cfg, context, ask_human)  # epoch 0: a probe asks each sample once
             else:
                 row = await run_one(entry.item, probe.root, examinee, modality, ask_human=ask_human)
             return ProbeSample(id=entry.id, source=entry.source, role=entry.role, sample=row, pair=probe.pair_of(entry.id)).to_json()  # type: ignore[arg-type]

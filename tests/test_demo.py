@@ -13,6 +13,12 @@ def test_demo_end_to_end_and_resume(tmp_path, capsys):
     assert main(argv) == 0
     first = capsys.readouterr().out
     assert "how well each examinee reads the ECG" in first and "GT-RDA" in first
+    assert "…" not in first  # nothing cut at the test's 80 columns
+    chance = next(line for line in first.splitlines() if line.startswith("chance "))
+    assert "50.0%" in chance  # Yes/No initial questions: a uniform guess is right half the time
+    notes = " ".join(first.split())
+    assert "oracle answers from the ground truth" in notes and "prior never sees the ECG" in notes
+    assert "vs chance" in notes and "decisions have a prior of their own" in notes
     assert (out / "dataset" / "qa.jsonl").exists() and (out / "dataset" / "audit.jsonl").exists()
     results = {}
     for model in ("oracle", "random", "prior"):
@@ -26,7 +32,9 @@ def test_demo_end_to_end_and_resume(tmp_path, capsys):
     assert results["qa", "oracle"]["overall"]["closed_accuracy"]["value"] == 1.0
     assert results["audit", "random"]["overall"]["completion"]["value"] < 1.0
     # the demo-sized counterfactual probe: in the summary, in a report, and oracle / prior where they must be
-    assert "does the answer follow the evidence?" in first and "protocol effect" in first
+    assert "does the answer follow the evidence?" in first and "prior (never reads the ECG) 0% sensitivity" in notes
+    probe_rows = {line.split()[0]: line.split() for line in first.split("follow the evidence?")[1].splitlines()[:12] if line.split()}
+    assert probe_rows["oracle"][1] == "100.0%" and probe_rows["prior"][1] == "0.0%" and "chance" in probe_rows
     probes = {m: json.loads((out / "runs" / f"probe-{m}" / "results.json").read_text())["overall"] for m in ("oracle", "prior", "random")}
     assert probes["oracle"]["sensitivity"]["value"] == 1.0 and probes["oracle"]["invariance"]["value"] == 1.0
     assert probes["prior"]["sensitivity"]["value"] == 0.0 and probes["oracle"]["n_pairs"] >= 5
@@ -36,6 +44,7 @@ def test_demo_end_to_end_and_resume(tmp_path, capsys):
     assert main(argv) == 0
     second = capsys.readouterr().out
     assert "reusing the synthetic record" in second
+    assert "nothing to do:" in second and "demo steps that did work" not in second
     for (kind, model), before in results.items():
         after = json.loads((out / "runs" / f"{kind}-{model}" / "results.json").read_text())
         assert after["overall"] == before["overall"]

@@ -21,6 +21,7 @@ from ecgtrace.agents.exam.examinees.base import Reply
 from ecgtrace.agents.exam.prompt_styles import PromptStyle, audit_layout, prompt_style
 from ecgtrace.agents.exam.turns import closed_row, turn_spec, unasked_row
 from ecgtrace.contracts.audit import AuditItem
+from ecgtrace.tools.text_encodings import RAW, TextEncoding
 
 #: Bump when prompts or scoring change: it is part of a run's identity.
 #: 2: image prompts state what the paper's squares mean; prompt styles (lettered | erb) and condensed chats.
@@ -87,11 +88,29 @@ def ecg_content(item: AuditItem | dict[str, Any], base_dir: str | Path, modality
 
 
 def build_request(history: list[dict[str, Any]], prompt: str, item: AuditItem | dict[str, Any], base_dir: str | Path,
-                  modality: str, style: Style = "lettered") -> list[dict[str, Any]]:
+                  modality: str, style: Style = "lettered", encoding: TextEncoding = RAW) -> list[dict[str, Any]]:
     """OpenAI chat messages: system, the ECG + first question, the text history, this question.
 
     ``history`` is the plain-text conversation so far (``{"role", "content"}``
     pairs). The ECG is attached to the first user message: content parts
-    (text, image) when there is an image, one string when all is text.
+    (text, image) when there is an image, one string when all is text;
+    ``style`` says how questions and options are written, ``encoding`` how the signal text is.
     """
-    return messages.build_messages(item, base_dir, modality, layout=audit_layout(prompt_style(style)), prompt=prompt, history=history)
+    return messages.build_messages(item, base_dir, modality, layout=audit_layout(prompt_style(style)), prompt=prompt,
+                                   history=history, encoding=encoding)
+
+
+def chain_request(item: AuditItem | dict[str, Any], base_dir: str | Path, modality: str, encoding: TextEncoding = RAW,
+                  style: Style = "lettered") -> list[dict[str, Any]]:
+    """The longest request of a sample's chain: its last turn, after every earlier question and the true answers.
+
+    The model's own initial answer is unknown before it is asked; the true one
+    stands in for it (a longer one is caught by the check of each turn).
+    """
+    plan = plan_turns(item)
+    history: list[dict[str, Any]] = []
+    for turn in plan[:-1]:
+        asked = format_prompt(turn, style, current=not prompt_style(style).condensed)  # as history() keeps it
+        history += [{"role": "user", "content": asked},
+                    {"role": "assistant", "content": render_answer(turn, style)}]
+    return build_request(history, format_prompt(plan[-1], style), item, base_dir, modality, style, encoding)

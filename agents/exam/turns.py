@@ -53,7 +53,7 @@ def closed_row(turn: dict[str, Any], prompt: str, reply: Reply | dict[str, Any],
     """
     got = as_reply(reply)
     if got.error:
-        value, ok, reason = None, False, "no answer: server error"
+        value, ok, reason = None, False, "no answer: not sent" if got.error.startswith("not sent") else "no answer: server error"
     else:
         result = parse_answer(got.raw, turn["options"], turn["multi"], letters=letters)
         value, ok, reason = result.value, result.ok, result.reason

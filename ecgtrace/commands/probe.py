@@ -41,6 +41,21 @@ def identity_of(probe_ident: dict, args: argparse.Namespace) -> dict:
             "qa_prompt_version": QA_PROMPT_VERSION, "scoring_version": SCORING_VERSION, "metrics_version": PROBE_METRICS_VERSION}
 
 
+#: Run controls the shared model options offer that a probe does not honour yet: (option, attribute, default).
+UNSUPPORTED = (("--epochs", "epochs", 1), ("--sample-id", "sample_id", None), ("--text-encoding", "text_encoding", "raw"),
+               ("--text-fs", "text_fs", None), ("--text-leads", "text_leads", None), ("--max-prompt-tokens", "max_prompt_tokens", None))
+
+
+def check_run_controls(args: argparse.Namespace) -> None:
+    """Refuse the run controls a probe would otherwise ignore (each pair is asked once, the ECG as raw text)."""
+    from ecgtrace.errors import EcgTraceError
+
+    given = [name for name, attr, default in UNSUPPORTED if getattr(args, attr, default) != default]
+    if given:
+        raise EcgTraceError(f"ecgtrace probe does not take {', '.join(given)} yet: each original and counterfactual is asked once, "
+                            "a text ECG in the raw encoding, with no prompt budget")
+
+
 def run(args: argparse.Namespace) -> int:
     import asyncio
     from pathlib import Path
@@ -55,6 +70,7 @@ def run(args: argparse.Namespace) -> int:
     from ecgtrace.runlog import RunDir
 
     check_model_options(args)
+    check_run_controls(args)
     for name, value in (("--max-per-group", args.max_per_group), ("--originals", args.originals)):
         if value is not None and value < 1:
             raise EcgTraceError(f"{name} must be at least 1, got {value}")

@@ -151,6 +151,8 @@ def kind_of_note(note: str) -> str | None:
 ASSET_MODALITIES: tuple[str, ...] = ("text", "image", "video")
 #: How an examination shows the ECG to the model under test.
 EXAM_MODALITIES: tuple[str, ...] = ("image", "text", "both")
+#: How the ECG is written as text for an examination (:mod:`ecgtrace.tools.text_encodings`).
+TEXT_ENCODINGS: tuple[str, ...] = ("raw", "compact", "downsampled", "summary")
 
 
 def assets_needed(modality: str) -> tuple[str, ...]:

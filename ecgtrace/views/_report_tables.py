@@ -45,15 +45,48 @@ def run_table(header: dict[str, Any], results: dict[str, Any] | None) -> str:
         rows.append(["dataset", e(settings["dataset_path"])])
     if header.get("metrics_version"):
         rows.append(["metric definitions at start", e(f"version {header['metrics_version']}")])
+    encoding = identity.get("text_encoding")
+    if isinstance(encoding, dict):
+        params = ", ".join(f"{k} {v if not isinstance(v, list) else ','.join(map(str, v))}" for k, v in encoding.items()
+                           if k in ("fs_hz", "leads") and v)
+        rows.append(["text encoding", e(f"{encoding.get('method')}{f' ({params})' if params else ''}")])
     if results:
         rows.append(["finished", e(f"{results.get('n_finished', '?')} of {results.get('n_items', '?')} samples")])
         if results.get("recomputed_from"):
             rows.append(["metrics", e(f"recomputed with version {(results.get('provenance') or {}).get('version')} "
                                       f"(results.json holds version {results['recomputed_from']})")])
+        rows += control_rows(results)
     versions = header.get("versions") or {}
     if versions:
         rows.append(["versions", e(", ".join(f"{k} {v}" for k, v in sorted(versions.items())))])
     return table(["field", "value"], rows, cls="kv")
+
+
+def control_rows(results: dict[str, Any]) -> list[list[str]]:
+    """Run-control facts of ``results.json``: skipped samples, epochs, tokens and cost overall and per model."""
+    rows = []
+    skipped = results.get("skipped") or {}
+    if skipped.get("n"):
+        kinds = ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in (skipped.get("by_kind") or {}).items())
+        budget = skipped.get("budget") or {}
+        where = f"; budget {budget.get('max_prompt_tokens'):,} tokens ({budget.get('source')})" if budget else ""
+        rows.append(["skipped (not asked)", e(f"{skipped['n']} ({kinds}{where})")])
+    epochs = results.get("epochs")
+    if epochs:
+        agree = epochs.get("agreement") or {}
+        means = ", ".join(f"{k} {m['value']:.3f}" for k, m in (epochs.get("mean") or {}).items() if m.get("value") is not None)
+        share = f"{100 * agree['samples_agree']:.1f}%" if agree.get("samples_agree") is not None else "-"
+        rows.append(["epochs", e(f"{epochs.get('epochs')} (mean {means}; samples answering alike in every epoch {share})")])
+    usage = results.get("usage") or {}
+    for model, block in sorted((usage.get("per_model") or {}).items()):
+        tokens = block.get("tokens") or {}
+        cost = f"; {block['cost_usd']:.4f} USD" if block.get("cost_usd") is not None else ""
+        missing = f"; {block['without_usage']:,} without usage" if block.get("without_usage") else ""
+        rows.append([e(f"tokens: {model}"), e(f"{tokens.get('prompt_tokens', 0):,} prompt + {tokens.get('completion_tokens', 0):,} "
+                                              f"completion in {block.get('requests', 0):,} requests{missing}{cost}")])
+    if usage.get("cost_usd") is not None:
+        rows.append(["cost (total)", e(f"{usage['cost_usd']:.4f} {usage.get('currency', 'USD')}")])
+    return rows
 
 
 # ------------------------------------------------------------------ audit

@@ -152,7 +152,7 @@ def _audit_sample(i: int, row: dict[str, Any], item: dict[str, Any] | None, figu
     turns = row.get("turns") or []
     asked = [t for t in turns if t.get("asked", True)]
     right = sum(1 for t in asked if t.get("correct"))
-    head = f"{row['id']} · {row.get('diagnosis', '?')} · label {row.get('label')} · {right}/{len(asked)} turns correct"
+    head = f"{row['id']} · {row.get('diagnosis', '?')} · label {row.get('label')} · {right}/{len(asked)} turns correct" + _skip_note(row)
     body = []
     for turn in turns:
         figure = ""
@@ -170,7 +170,7 @@ def _qa_sample(i: int, row: dict[str, Any], figures: _Figures, base_dir: Path | 
 
     item = row.get("item") or {}
     turn = row["turns"][0]
-    head = f"{row['id']} · {row.get('task')} · {row.get('finding') or ''} · score {float(row.get('score') or 0):.1f}"
+    head = f"{row['id']} · {row.get('task')} · {row.get('finding') or ''} · score {float(row.get('score') or 0):.1f}" + _skip_note(row)
     extra = ""
     if item.get("options"):
         extra += "<p class=meta>options: " + " | ".join(f"<code>{e(o)}</code>" for o in item["options"]) + "</p>"
@@ -195,6 +195,11 @@ def _plots(run: RunView) -> str:
 
     specs = run_plots(run) if run.kind != "probe" else []  # a probe run's numbers are its paired tables
     return "<h2 id=plots>Plots</h2>" + "".join(plot_svg(spec) for spec in specs) if specs else ""
+
+
+def _skip_note(row: dict[str, Any]) -> str:
+    skipped = row.get("skipped")
+    return f" · not asked: {skipped.get('reason')}" if isinstance(skipped, dict) else ""
 
 
 def render_html(root: str | os.PathLike[str], *, max_images: int = 200, open_samples: int = 3, csp: bool = True) -> str:

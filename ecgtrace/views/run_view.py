@@ -94,10 +94,8 @@ def dataset_models(header: dict[str, Any]) -> tuple[dict[str, Any], Path | None]
 
 def _item_id(row: dict[str, Any]) -> str:
     """The item a sample row examined: its id, less the ``#<epoch>`` of a repeated epoch."""
-    try:
-        from ecgtrace.contracts.runs import item_id_of  # the run controls' own rule, where that version of the contracts has it
-    except ImportError:
-        return row["id"]
+    from ecgtrace.contracts.runs import item_id_of
+
     return item_id_of(row)
 
 

@@ -238,3 +238,42 @@ def test_report_has_the_viewers_plots_as_inline_svg_without_script(runs: dict[st
     else:
         assert 'id="chart-depth"' in html and 'id="chart-heatmap"' in html
     assert "<script" not in html.lower() and "Tokens and cost" in html
+
+
+def test_the_report_shows_skipped_samples_epochs_tokens_and_cost(tmp_path):
+    import asyncio
+
+    from ecgtrace.agents.exam.budget import PromptBudget
+    from ecgtrace.agents.exam.examinees import Examinee, Reply
+    from ecgtrace.agents.exam.examinees.base import as_text
+    from ecgtrace.agents.audit.format import load_audit
+    from ecgtrace.graphs.audit_runner import run_audit
+    from ecgtrace.runlog import RunDir
+    from ecgtrace.views.report_html import render_html
+    from tests.support.audit_items import write_audit
+
+    class Counted(Examinee):
+        name = "counted"
+
+        async def answer(self, messages, turn):  # noqa: ANN001
+            return Reply(raw=as_text(turn["answer"]), usage={"prompt_tokens": 1000, "completion_tokens": 10, "total_tokens": 1010})
+
+    audit = load_audit(write_audit(tmp_path / "audit", 4, seed=1))
+    run = RunDir.open(tmp_path / "run", {"model": "counted", "modality": "text"})
+    # a budget that the largest chain of this set does not fit: that sample is skipped, the others are asked twice
+    from ecgtrace.agents.audit.examiner import chain_request
+    from ecgtrace.agents.exam.budget import estimate_request_tokens
+
+    sizes = sorted(estimate_request_tokens(chain_request(it, audit.base_dir, "text")) for it in audit.items)
+    results = asyncio.run(run_audit(audit, run, Counted(), modality="text", epochs=2, budget=PromptBudget(sizes[-1] - 1, "--max-prompt-tokens"),
+                                    pricing={"counted": {"in": 1.0, "out": 2.0}}))
+    assert results["skipped"]["n"] == 1 and results["n_answered"] == 3
+    html = render_html(tmp_path / "run")
+    assert "skipped (not asked)" in html and "1 (1 token budget; budget" in html
+    assert "not asked: the last turn of its chain needs about" in html
+    requests = results["usage"]["requests"]
+    assert f"tokens: counted</td><td>{1000 * requests:,} prompt + {10 * requests:,} completion in {requests:,} requests" in html
+    assert f"cost (total)</td><td>{results['usage']['cost_usd']:.4f} USD" in html
+    assert results["usage"]["cost_usd"] == round(requests * (1000 * 1.0 + 10 * 2.0) / 1e6, 6)
+    epochs = html.split("<td>epochs</td><td>")[1].split("</td>")[0]
+    assert epochs.startswith("2 (mean ") and "ida 1.000" in epochs and epochs.endswith("samples answering alike in every epoch 100.0%)")

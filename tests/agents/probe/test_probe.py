@@ -213,3 +213,13 @@ def test_originals_are_taken_group_by_group_and_qa_tasks_in_turn() -> None:
     assert [it["id"] for it in spread] == ["closed_count-pac-0", "closed_presence-pac-0", "closed_timing-pac-0", "closed_count-pvc-0"]
     everything = pick_originals(items, lambda it: it["g"], 2, None, family=lambda g: g.split(":")[0])
     assert sorted(it["id"] for it in everything) == sorted(it["id"] for it in items)  # the order changes, never the choice
+
+
+def test_the_probe_command_refuses_run_controls_it_would_ignore(dataset, tmp_path, capsys) -> None:
+    from ecgtrace.cli import main
+
+    for extra in (["--epochs", "3"], ["--text-encoding", "compact", "--text-fs", "50"], ["--sample-id", "x"]):
+        assert main(["probe", str(dataset), "--model", "oracle", "--modality", "text", "--run", str(tmp_path / "r"), *extra]) != 0
+        err = capsys.readouterr().err
+        assert "error:" in err and "does not take" in err and extra[0] in err and "Traceback" not in err
+    assert not (tmp_path / "r").exists()  # refused before the run folder is made
