@@ -41,15 +41,21 @@ class TaskRules:
 
     Attributes:
         format: ``closed`` (options, one of them the answer), ``open`` or ``report``.
-        answer_format: the only ``answer.format`` the task's writer produces.
+        answer_format: the ``answer.format`` the task's writer produces.
         distractor_rule: the only ``distractors.rule`` that fits (``none`` for open and report tasks).
         scopes: the ``scope`` values its planner can place targets for.
+        also_formats: other answer formats its writer can produce (the statistics report as JSON or in prose).
     """
 
     format: Literal["closed", "open", "report"]
     answer_format: str
     distractor_rule: str
     scopes: tuple[str, ...] = ("window",)
+    also_formats: tuple[str, ...] = ()
+
+    @property
+    def answer_formats(self) -> tuple[str, ...]:
+        return (self.answer_format, *self.also_formats)
 
 
 #: The QA task types, in dataset order (the 12 Holtercare-Bench tasks). Registering a task type means a row
@@ -69,7 +75,7 @@ TASK_RULES: dict[str, TaskRules] = {
     "open_hr_extremum": TaskRules("open", "time_ms", "none", ("record", "window")),
     "open_diagnosis": TaskRules("open", "label", "none"),
     "open_evidence": TaskRules("open", "text", "none"),
-    "report_statistics": TaskRules("report", "report_json", "none", ("record",)),
+    "report_statistics": TaskRules("report", "report_json", "none", ("record",), also_formats=("text",)),
     "report_summary": TaskRules("report", "text", "none", ("record",)),
 }
 TASKS: tuple[str, ...] = tuple(TASK_RULES)
@@ -157,8 +163,9 @@ class QATemplate(BaseModel):
     @model_validator(mode="after")
     def _fits_task(self) -> QATemplate:
         rules = TASK_RULES[self.task]
-        if self.answer.format != rules.answer_format:
-            raise ValueError(f"task {self.task} needs answer.format {rules.answer_format!r}, not {self.answer.format!r}")
+        if self.answer.format not in rules.answer_formats:
+            wanted = " or ".join(repr(f) for f in rules.answer_formats)
+            raise ValueError(f"task {self.task} needs answer.format {wanted}, not {self.answer.format!r}")
         if self.distractors.rule != rules.distractor_rule:
             raise ValueError(f"task {self.task} needs distractors.rule {rules.distractor_rule!r}, not {self.distractors.rule!r}")
         if self.scope not in rules.scopes:
