@@ -24,12 +24,12 @@ PHRASINGS: dict[str, list[str]] = {
                  "{duration} of recording were analysed, {total_beats} heartbeats in total."],
     "rhythm": ["The underlying rhythm is {rhythm}.", "Rhythm: {rhythm}."],
     "mean_hr": ["The mean heart rate was {mean_hr_bpm} bpm.", "The average heart rate was {mean_hr_bpm} bpm.", "Mean HR {mean_hr_bpm} bpm."],
-    "max_hr": ["The maximum recorded heart rate was {max_hr_bpm} bpm at {max_hr_t_ms} ms.",
-               "The fastest recorded rate was {max_hr_bpm} bpm, reached at {max_hr_t_ms} ms.",
-               "Maximum HR {max_hr_bpm} bpm at {max_hr_t_ms} ms."],
-    "min_hr": ["The minimum recorded heart rate was {min_hr_bpm} bpm at {min_hr_t_ms} ms.",
-               "The slowest recorded rate was {min_hr_bpm} bpm, reached at {min_hr_t_ms} ms.",
-               "Minimum HR {min_hr_bpm} bpm at {min_hr_t_ms} ms."],
+    "max_hr": ["The maximum recorded heart rate was {max_hr_bpm} bpm{max_hr_at}.",
+               "The fastest recorded rate was {max_hr_bpm} bpm{max_hr_reached}.",
+               "Maximum HR {max_hr_bpm} bpm{max_hr_at}."],
+    "min_hr": ["The minimum recorded heart rate was {min_hr_bpm} bpm{min_hr_at}.",
+               "The slowest recorded rate was {min_hr_bpm} bpm{min_hr_reached}.",
+               "Minimum HR {min_hr_bpm} bpm{min_hr_at}."],
     "hr_burden": ["{pct_time_hr_gt_100}% of the time was spent above 100 bpm and {pct_time_hr_lt_60}% below 60 bpm.",
                   "Heart rate exceeded 100 bpm for {pct_time_hr_gt_100}% of the time and was under 60 bpm for {pct_time_hr_lt_60}% of the time."],
     "pac": ["Supraventricular ectopy: {pac_total} PACs ({pac_pct}% of all beats).",
@@ -75,8 +75,15 @@ def grouped(value: Any) -> str:
 
 
 def prose_values(stats: dict[str, Any]) -> dict[str, str]:
-    """Every field a phrasing may use, as it is written."""
-    return {**{k: grouped(v) if k in GROUPED_FIELDS else str(v) for k, v in stats.items()}, "duration": duration_words(float(stats["duration_s"]))}
+    """Every field a phrasing may use, as it is written (the time of an HR extremum only where it is known)."""
+    values = {k: grouped(v) if k in GROUPED_FIELDS else str(v) for k, v in stats.items() if v is not None}
+    if stats.get("duration_s") is not None:
+        values["duration"] = duration_words(float(stats["duration_s"]))
+    for kind in ("max", "min"):
+        t = stats.get(f"{kind}_hr_t_ms")
+        values[f"{kind}_hr_at"] = f" at {int(t)} ms" if t is not None else ""
+        values[f"{kind}_hr_reached"] = f", reached at {int(t)} ms" if t is not None else ""
+    return values
 
 
 def choose(layout: str, rng: random.Random) -> dict[str, int]:
@@ -87,15 +94,19 @@ def choose(layout: str, rng: random.Random) -> dict[str, int]:
 def report_prose(stats: dict[str, Any], layout: str, choice: dict[str, int]) -> str:
     """The report of ``layout`` (``summary`` or ``overview``) in the phrasings ``choice`` names (:func:`choose`).
 
-    ``stats`` is :func:`ecgtrace.agents.holter.report.report_statistics`. A
-    sentence whose heart-rate extremum is unknown (no valid RR) is left out.
+    ``stats`` is :func:`ecgtrace.agents.holter.report.report_statistics`, or
+    the part of it a report holds (the JSON overview has no breakdowns nor HR
+    times): a sentence that needs a statistic ``stats`` lacks (an HR extremum
+    without a valid RR, a breakdown) is left out.
     """
     values = prose_values(stats)
     sentences = []
     for name in LAYOUTS[layout]:
-        if name in ("max_hr", "min_hr") and stats.get(f"{name}_bpm") is None:
+        phrasing = PHRASINGS[name][choice.get(name, 0) % len(PHRASINGS[name])]
+        try:
+            sentences.append(phrasing.format(**values))
+        except KeyError:
             continue
-        sentences.append(PHRASINGS[name][choice.get(name, 0)].format(**values))
     text = " ".join(sentences)
     return text[0].upper() + text[1:]
 
