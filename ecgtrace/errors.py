@@ -49,3 +49,7 @@ class AuditFormatError(DatasetFormatError):
 
 class QAFormatError(DatasetFormatError):
     """A qa.jsonl file (or one of its lines) does not follow :class:`ecgtrace.contracts.QAItem`."""
+
+
+class InteropError(EcgTraceError):
+    """A file in another benchmark's format cannot be read, or a run cannot be written in one."""

@@ -101,9 +101,9 @@ def _diagnosis(item: dict[str, Any]) -> list[str]:
     kinds = _kinds_of(item["answer"])
     titled = [_title(_label(k)) for k in kinds]
     if kinds == [NORMAL]:
-        return ["Normal sinus rhythm.", "This ECG strip shows normal sinus rhythm with no arrhythmia."]
+        return ["This ECG strip shows normal sinus rhythm with no arrhythmia.", "Normal sinus rhythm."]
     if len(kinds) == 1:
-        return [titled[0], f"The arrhythmia present in this ECG strip is {titled[0]}.", f"This segment shows {_label(kinds[0])}."]
+        return [f"The arrhythmia present in this ECG strip is {titled[0]}.", titled[0], f"This segment shows {_label(kinds[0])}."]
     out = [f"The arrhythmias present in this ECG strip are {_listed(titled)}.", f"{_listed([_label(k) for k in kinds])}."]
     if all(k in SHORT_NAMES for k in kinds):
         out.append(f"The strip shows {_listed([SHORT_NAMES[k] for k in kinds])}.")
@@ -132,7 +132,14 @@ def _report(item: dict[str, Any]) -> list[str]:
 
 
 def answer_sentences(item: dict[str, Any]) -> list[str]:
-    """Every phrasing of ``item``'s answer that a reply may use and that must score 100 % (the answer itself first)."""
+    """Every phrasing of ``item``'s answer that a reply may use and that must score 100 % (the answer itself first;
+    an imported item's own answer text, e.g. Holtercare's sentence, among them)."""
+    own = ((item.get("provenance") or {}).get("params") or {}).get("answer_text")
+    phrasings = [*_phrasings(item), *([own] if isinstance(own, str) else [])]
+    return list(dict.fromkeys(phrasings))
+
+
+def _phrasings(item: dict[str, Any]) -> list[str]:
     task, answer = str(item.get("task", "")), str(item["answer"])
     if item.get("options"):
         return [answer, *closed_sentences(list(item["options"]), answer)]
