@@ -35,6 +35,7 @@ from ecgtrace.agents.exam import messages
 from ecgtrace.agents.exam.examinees import Examinee, Reply
 from ecgtrace.agents.exam.messages import check_modality, prompt_record
 from ecgtrace.agents.exam.qa_scoring import SCORING_VERSION, family, score_answer, tolerance_ms
+from ecgtrace.agents.exam.replay import RecordedAnswers
 from ecgtrace.agents.exam.run_loop import examine, worker_count, write_results
 from ecgtrace.agents.exam.turns import answered_row, turn_spec
 from ecgtrace.contracts.datasets import ItemSet, load_items
@@ -46,7 +47,7 @@ from ecgtrace.errors import EcgTraceError, QAFormatError
 QA_PROMPT_VERSION = "1"
 SYSTEM_PROMPT = messages.QA.system_prompt
 
-__all__ = ["QAFormatError", "QA_PROMPT_VERSION", "SYSTEM_PROMPT", "ask", "build_messages", "check_modality", "identity_for",
+__all__ = ["QAFormatError", "QA_PROMPT_VERSION", "SYSTEM_PROMPT", "answers_identity", "ask", "build_messages", "check_modality", "identity_for",
            "load_qa", "make_turn", "prompt_record", "question_text", "run_one", "run_qa"]
 
 
@@ -118,16 +119,21 @@ async def _verdict(judge: Examinee | None, rubrics: dict[str, Any] | None, data:
 
 async def run_one(item: QAItem | dict[str, Any], base_dir: str | Path, examinee: Examinee, modality: str, *,
                   judge: Examinee | None = None, rubrics: dict[str, Any] | None = None,
-                  ask_human: Callable[[dict[str, Any]], str] | None = None) -> dict[str, Any]:
-    """Ask, score and (optionally) judge one item; returns its samples.jsonl row (:class:`QASample` JSON)."""
+                  ask_human: Callable[[dict[str, Any]], str] | None = None, replay: RecordedAnswers | None = None) -> dict[str, Any]:
+    """Ask, score and (optionally) judge one item; returns its samples.jsonl row (:class:`QASample` JSON).
+
+    With ``replay`` (answers a model already gave, :mod:`ecgtrace.agents.exam.replay`) nothing is shown to
+    anyone: the row keeps the prompt recorded with the answer, else the question as the scorer reads it.
+    """
     it = as_qa_item(item)
     data = it.to_json()
     turn = make_turn(it)
-    request = build_messages(it, base_dir, modality)
+    request = build_messages(it, base_dir, modality) if replay is None else []
     reply = await ask(examinee, request, turn, ask_human)
     scored = score_answer(data, reply.raw, error=reply.error)
     verdict = await _verdict(judge, rubrics, data, reply, scored)
-    row = answered_row(turn, prompt_record(request), reply, parsed=scored["parsed"], parse_ok=scored["parse_ok"],
+    prompt = prompt_record(request) if replay is None else replay.prompts.get((it.id, 0), question_text(it))
+    row = answered_row(turn, prompt, reply, parsed=scored["parsed"], parse_ok=scored["parse_ok"],
                        parse_reason=scored["parse_reason"], correct=scored["correct"], score=scored["score"], details=scored["details"])
     shown = {k: data.get(k) for k in ("question", "options", "record", "window", "evidence", "modalities")}
     return QASample(id=it.id, task=it.task, template_id=it.template_id, answer_type=it.answer_type, family=scored["family"],
@@ -140,10 +146,12 @@ async def run_one(item: QAItem | dict[str, Any], base_dir: str | Path, examinee:
 async def run_qa(qa: ItemSet, run: Any, examinee: Examinee, *, modality: str = "text", concurrency: int = 8, limit: int | None = None,
                  judge: Examinee | None = None, rubrics: dict[str, Any] | None = None,
                  on_sample: Callable[[dict[str, Any]], None] | None = None,
-                 ask_human: Callable[[dict[str, Any]], str] | None = None, skip_ids: set[str] | None = None) -> dict[str, Any]:
+                 ask_human: Callable[[dict[str, Any]], str] | None = None, skip_ids: set[str] | None = None,
+                 replay: RecordedAnswers | None = None) -> dict[str, Any]:
     """Run (or resume) the QA evaluation; returns the results written to ``results.json``.
 
     ``skip_ids``: items left out (e.g. those that cannot be shown in the modality).
+    ``replay``: the answers are recorded ones (``examinee`` is a :class:`~ecgtrace.agents.exam.replay.ReplayExaminee`).
     """
     from ecgtrace.agents.exam.qa_results import summarize_qa
 
@@ -151,10 +159,35 @@ async def run_qa(qa: ItemSet, run: Any, examinee: Examinee, *, modality: str = "
     items = [it for it in chosen if it.id not in (skip_ids or set())]
 
     async def examine_one(item: QAItem) -> dict[str, Any]:
-        return await run_one(item, qa.base_dir, examinee, modality, judge=judge, rubrics=rubrics, ask_human=ask_human)
+        return await run_one(item, qa.base_dir, examinee, modality, judge=judge, rubrics=rubrics, ask_human=ask_human, replay=replay)
 
     await examine(run, items, examine_one, workers=worker_count(examinee, concurrency), on_sample=on_sample)
     return write_results(run, items, summarize_qa, kind="qa")
+
+
+def answers_identity(qa: ItemSet, answers: RecordedAnswers, *, limit: int | None, judge: str | None) -> dict[str, Any]:
+    """What decides the results of scoring recorded answers.
+
+    A run's own answers keep that run's identity, with today's scoring version
+    (so the same code gives the same run id and results, and a scorer fix a
+    new one); any other answers file is named by its SHA-256.
+
+    Raises:
+        AnswersError: the run examined another dataset, or is not a QA run.
+    """
+    from ecgtrace.agents.exam.judge import JUDGE_VERSION
+    from ecgtrace.agents.exam.replay import AnswersError
+
+    if answers.header is not None:
+        source = dict(answers.header["identity"])
+        if answers.header.get("kind") != "qa":
+            raise AnswersError(f"--answers {answers.path}: a run of kind {answers.header.get('kind')!r}, not a QA run")
+        if source.get("dataset_sha256") != qa.sha256:
+            raise AnswersError(f"--answers {answers.path}: its run examined another dataset (SHA-256 {str(source.get('dataset_sha256'))[:12]}..., "
+                               f"this one is {qa.sha256[:12]}...)")
+        return {**source, "scoring_version": SCORING_VERSION, **({"judge_version": JUDGE_VERSION} if source.get("judge") else {})}
+    return {"kind": "qa", "dataset_sha256": qa.sha256, "dataset_items": len(qa.items), "model": None, "answers_sha256": answers.sha256,
+            "limit": limit, "scoring_version": SCORING_VERSION, "judge": judge, "judge_version": JUDGE_VERSION if judge else None}
 
 
 def identity_for(qa: ItemSet, *, model: str, modality: str, seed: int, limit: int | None, max_tokens: int | None,

@@ -13,7 +13,10 @@ HELP = "Audit a model's ECG reasoning turn by turn (resumable: rerun the same co
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("audit", help="audit.jsonl (or the folder holding it)")
-    add_model_options(parser)
+    add_model_options(parser, model_required=False)
+    parser.add_argument("--answers", default=None, metavar="RUN",
+                        help="score a run's recorded answers again (its folder or samples.jsonl) instead of asking a model, "
+                             "e.g. after a scorer fix; JSON Lines of {id, answers: [one per turn]} work too")
     parser.add_argument("--mode", choices=EXAM_MODES, default="teacher",
                         help="teacher: ground truth enters the history after each turn; stop: the chain stops at the first error")
     parser.add_argument("--retry-errors", action="store_true",
@@ -32,6 +35,12 @@ def run(args: argparse.Namespace) -> int:
     from ecgtrace.runlog import RunDir
 
     check_model_options(args)
+    if args.answers:
+        return _score_answers(args)
+    if not args.model:
+        from ecgtrace.errors import EcgTraceError
+
+        raise EcgTraceError("audit needs --model (the model to ask) or --answers (a run's answers, scored again)")
     audit, items = _load_items(args)
     examinee = make_model(args)
     run_dir = RunDir.open(args.run, identity_of(audit, args), run_settings(args, audit.path), kind="audit")
@@ -62,6 +71,55 @@ def _load_items(args: argparse.Namespace):  # noqa: ANN202
     for item in items:
         check_assets(item, audit.base_dir, args.modality)
     return audit, items
+
+
+def _score_answers(args: argparse.Namespace) -> int:
+    """``--answers``: the audit graph again, every turn answered from the recorded replies (no model is asked).
+
+    A run's own answers keep its identity, mode, modality and limit, so its
+    results come back unchanged unless the scoring changed; a turn the recorded
+    chain never reached (``stop`` mode, a verdict that changed) gets "no recorded answer".
+    """
+    import asyncio
+
+    from rich.console import Console
+
+    from ecgtrace.agents.exam.replay import AnswersError, ReplayExaminee, read_answers
+    from ecgtrace.commands._model_options import run_settings, run_with_progress
+    from ecgtrace.errors import EcgTraceError
+    from ecgtrace.graphs.audit_runner import run_audit
+    from ecgtrace.runlog import RunDir
+
+    from ecgtrace.agents.audit.format import load_audit
+
+    if args.model:
+        raise EcgTraceError("--answers scores answers given before: it takes no --model")
+    audit = load_audit(args.audit)
+    answers = read_answers(args.answers, [it.to_json() for it in audit.items])
+    if answers.header is not None:
+        identity = dict(answers.header["identity"])
+        if answers.header.get("kind") != "audit" or identity.get("dataset_sha256") != audit.sha256:
+            raise AnswersError(f"--answers {answers.path}: not a run of this audit set (kind {answers.header.get('kind')!r}, "
+                               f"dataset {str(identity.get('dataset_sha256'))[:12]}...)")
+        mode, modality, limit = identity.get("mode", "teacher"), identity.get("modality", args.modality), identity.get("limit")
+    else:
+        mode, modality, limit = args.mode, args.modality, args.limit
+        identity = {"dataset_sha256": audit.sha256, "dataset_items": len(audit.items), "model": None, "answers_sha256": answers.sha256,
+                    "modality": modality, "mode": mode, "limit": limit, "prompt_version": identity_of(audit, args)["prompt_version"]}
+    console = Console(stderr=True)
+    run_dir = RunDir.open(args.run, identity, {**run_settings(args, audit.path), "answers": answers.describe()}, kind="audit")
+    examinee = ReplayExaminee(answers, name=str(identity.get("model") or "answers"))
+    items = audit.items[:limit] if limit else audit.items
+    done_before = len(run_dir.finished_ids() & {it.id for it in items})
+
+    def audit_now(on_sample):  # noqa: ANN001, ANN202
+        return asyncio.run(run_audit(audit, run_dir, examinee, mode=mode, modality=modality, concurrency=args.concurrency,
+                                     limit=limit, on_sample=on_sample, keep_checkpoints=args.keep_checkpoints))
+
+    results = run_with_progress(audit_now, console=console, label="audit --answers", total=len(items), done=done_before, quiet=args.quiet)
+    if not args.quiet:
+        print_results(results, title=f"answers from {answers.path} - {mode} - {modality}")
+    return 0
 
 
 def identity_of(audit, args: argparse.Namespace) -> dict:  # noqa: ANN001

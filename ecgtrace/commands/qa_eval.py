@@ -11,7 +11,10 @@ HELP = "Score a model on a QA dataset: closed accuracy, ScoreMAE, timestamp F1, 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("qa", help="qa.jsonl (or the folder holding it)")
-    add_model_options(parser)
+    add_model_options(parser, model_required=False)
+    parser.add_argument("--answers", default=None, metavar="FILE",
+                        help="score answers given before instead of asking a model: a run folder (or its samples.jsonl: scored again, "
+                             "e.g. after a scorer fix), JSON Lines of {id, answer}, or Holtercare-style items (qa_pair.answer)")
     parser.add_argument("--judge", default=None, metavar="MODEL",
                         help="LLM judge for free-text and report answers (openai:<model>), scored with rubrics/judges/*.yaml")
     parser.add_argument("--judge-base-url", default=None, help="endpoint of the judge (default: --base-url)")
@@ -31,6 +34,12 @@ def run(args: argparse.Namespace) -> int:
 
     check_model_options(args)
     console = Console(stderr=True)
+    if args.answers:
+        return _score_answers(args, console)
+    if not args.model:
+        from ecgtrace.errors import EcgTraceError
+
+        raise EcgTraceError("qa-eval needs --model (the model to ask) or --answers (answers given before)")
     qa, items, skipped = _load_items(args, console)
     examinee = make_model(args)
     judge, rubrics = _judge(args)
@@ -55,6 +64,70 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _score_answers(args: argparse.Namespace, console) -> int:  # noqa: ANN001
+    """``--answers``: score recorded answers through the QA pipeline; no model is asked (a run's judge verdicts are replayed too)."""
+    import asyncio
+
+    from ecgtrace.agents.exam.qa_runner import answers_identity, run_qa
+    from ecgtrace.agents.exam.replay import ReplayExaminee, ReplayJudge, read_answers
+    from ecgtrace.commands._model_options import run_settings, run_with_progress
+    from ecgtrace.contracts.datasets import load_items
+    from ecgtrace.errors import EcgTraceError
+    from ecgtrace.runlog import RunDir
+
+    if args.model:
+        raise EcgTraceError("--answers scores answers given before: it takes no --model")
+    qa = load_items(args.qa, "qa")
+    answers = read_answers(args.answers, [it.to_json() for it in qa.items])
+    if answers.from_run and args.judge:
+        raise EcgTraceError("--answers from a run replays that run's judge verdicts: leave out --judge")
+    identity = answers_identity(qa, answers, limit=args.limit, judge=args.judge)
+    limit, modality, skipped = args.limit, args.modality, set()
+    if answers.from_run:
+        limit, modality = identity.get("limit"), identity.get("modality") or args.modality
+        if args.limit is not None and args.limit != limit:
+            raise EcgTraceError(f"--limit {args.limit}: the run's answers were given with --limit {limit}")
+        if "skipped_unavailable" in identity:  # the same items as the run: those its modality could show
+            skipped = _unavailable(qa, limit, modality)
+    judge, rubrics = (ReplayJudge(answers), _rubrics_of(args)) if answers.from_run and identity.get("judge") else _judge(args)
+    if rubrics and identity.get("judge"):
+        identity["judge_rubrics"] = sorted({f"{r.id}@{r.version}" for r in rubrics.values()})
+    settings = {**run_settings(args, qa.path, judge_base_url=args.judge_base_url), "answers": answers.describe()}
+    run_dir = RunDir.open(args.run, identity, settings, kind="qa")
+    examinee = ReplayExaminee(answers, name=str(identity.get("model") or "answers"))
+    chosen = [it for it in (qa.items[:limit] if limit else qa.items) if it.id not in skipped]
+    done_before = len(run_dir.finished_ids() & {it.id for it in chosen})
+
+    def evaluate(on_sample):  # noqa: ANN001, ANN202
+        return asyncio.run(run_qa(qa, run_dir, examinee, modality=modality, concurrency=args.concurrency, limit=limit, judge=judge,
+                                  rubrics=rubrics, on_sample=on_sample, skip_ids=skipped, replay=answers))
+
+    results = run_with_progress(evaluate, console=console, label="qa-eval --answers", total=len(chosen), done=done_before, quiet=args.quiet)
+    if not args.quiet:
+        print_results(results, title=f"answers from {answers.path}")
+    return 0
+
+
+def _unavailable(qa, limit, modality) -> set[str]:  # noqa: ANN001
+    """Ids of the first ``limit`` items that ``modality`` cannot show."""
+    from ecgtrace.agents.exam.messages import check_modality
+    from ecgtrace.errors import EcgTraceError
+
+    out: set[str] = set()
+    for item in qa.items[:limit] if limit else qa.items:
+        try:
+            check_modality(item, qa.base_dir, modality)
+        except EcgTraceError:
+            out.add(item.id)
+    return out
+
+
+def _rubrics_of(args: argparse.Namespace):  # noqa: ANN202
+    from pathlib import Path
+
+    return _rubrics(Path(args.judge_rubrics) if args.judge_rubrics else None)
+
+
 def _load_items(args: argparse.Namespace, console):  # noqa: ANN001, ANN202
     """The QA set, the items this run asks, and the ids left out because ``--modality`` cannot show them."""
     from ecgtrace.agents.exam.messages import check_modality
@@ -66,6 +139,9 @@ def _load_items(args: argparse.Namespace, console):  # noqa: ANN001, ANN202
     skipped: set[str] = set()
     for item in chosen:
         try:
+            if item.record is None and not item.messages:
+                raise EcgTraceError(f"item {item.id!r} has no ECG to show (record: null, e.g. imported from Holtercare-Bench, "
+                                    "which releases no signals): score answers given before with --answers FILE")
             check_modality(item, qa.base_dir, args.modality)
         except EcgTraceError:
             if not args.skip_unavailable:
