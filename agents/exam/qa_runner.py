@@ -36,6 +36,7 @@ from ecgtrace.agents.exam.examinees import Examinee, Reply
 from ecgtrace.agents.exam.messages import check_modality, prompt_record
 from ecgtrace.agents.exam.qa_scoring import SCORING_VERSION, family, score_answer, tolerance_ms
 from ecgtrace.agents.exam.replay import RecordedAnswers
+from ecgtrace.agents.exam.video_parts import VideoSettings, video_messages
 from ecgtrace.agents.exam.run_loop import examine, worker_count, write_results
 from ecgtrace.agents.exam.turns import answered_row, turn_spec
 from ecgtrace.contracts.datasets import ItemSet, load_items
@@ -81,9 +82,15 @@ def question_text(item: QAItem | dict[str, Any]) -> str:
     return messages.question_prompt(it.question, it.options, answer_type=it.answer_type)
 
 
-def build_messages(item: QAItem | dict[str, Any], base_dir: str | Path, modality: str) -> list[dict[str, Any]]:
-    """OpenAI chat messages for one item: its own messages, else built from its asset files (QA layout)."""
+def build_messages(item: QAItem | dict[str, Any], base_dir: str | Path, modality: str, *,
+                   video: VideoSettings | None = None) -> list[dict[str, Any]]:
+    """OpenAI chat messages for one item: its own messages, else built from its asset files (QA layout).
+
+    ``modality="video"`` sends the item's MP4 as frames or as ``video_url`` (:mod:`ecgtrace.agents.exam.video_parts`).
+    """
     it = as_qa_item(item)
+    if modality == "video":
+        return video_messages(it, base_dir, video or VideoSettings(), system_prompt=messages.QA.system_prompt, prompt=question_text(it))
     return messages.build_messages(it, base_dir, modality, layout=messages.QA, prompt=question_text(it))
 
 
@@ -119,7 +126,8 @@ async def _verdict(judge: Examinee | None, rubrics: dict[str, Any] | None, data:
 
 async def run_one(item: QAItem | dict[str, Any], base_dir: str | Path, examinee: Examinee, modality: str, *,
                   judge: Examinee | None = None, rubrics: dict[str, Any] | None = None,
-                  ask_human: Callable[[dict[str, Any]], str] | None = None, replay: RecordedAnswers | None = None) -> dict[str, Any]:
+                  ask_human: Callable[[dict[str, Any]], str] | None = None, replay: RecordedAnswers | None = None,
+                  video: VideoSettings | None = None) -> dict[str, Any]:
     """Ask, score and (optionally) judge one item; returns its samples.jsonl row (:class:`QASample` JSON).
 
     With ``replay`` (answers a model already gave, :mod:`ecgtrace.agents.exam.replay`) nothing is shown to
@@ -128,7 +136,7 @@ async def run_one(item: QAItem | dict[str, Any], base_dir: str | Path, examinee:
     it = as_qa_item(item)
     data = it.to_json()
     turn = make_turn(it)
-    request = build_messages(it, base_dir, modality) if replay is None else []
+    request = build_messages(it, base_dir, modality, video=video) if replay is None else []
     reply = await ask(examinee, request, turn, ask_human)
     scored = score_answer(data, reply.raw, error=reply.error)
     verdict = await _verdict(judge, rubrics, data, reply, scored)
@@ -147,11 +155,12 @@ async def run_qa(qa: ItemSet, run: Any, examinee: Examinee, *, modality: str = "
                  judge: Examinee | None = None, rubrics: dict[str, Any] | None = None,
                  on_sample: Callable[[dict[str, Any]], None] | None = None,
                  ask_human: Callable[[dict[str, Any]], str] | None = None, skip_ids: set[str] | None = None,
-                 replay: RecordedAnswers | None = None) -> dict[str, Any]:
+                 replay: RecordedAnswers | None = None, video: VideoSettings | None = None) -> dict[str, Any]:
     """Run (or resume) the QA evaluation; returns the results written to ``results.json``.
 
     ``skip_ids``: items left out (e.g. those that cannot be shown in the modality).
     ``replay``: the answers are recorded ones (``examinee`` is a :class:`~ecgtrace.agents.exam.replay.ReplayExaminee`).
+    ``video``: how ``modality="video"`` sends the video (frames or ``video_url``).
     """
     from ecgtrace.agents.exam.qa_results import summarize_qa
 
@@ -159,7 +168,8 @@ async def run_qa(qa: ItemSet, run: Any, examinee: Examinee, *, modality: str = "
     items = [it for it in chosen if it.id not in (skip_ids or set())]
 
     async def examine_one(item: QAItem) -> dict[str, Any]:
-        return await run_one(item, qa.base_dir, examinee, modality, judge=judge, rubrics=rubrics, ask_human=ask_human, replay=replay)
+        return await run_one(item, qa.base_dir, examinee, modality, judge=judge, rubrics=rubrics, ask_human=ask_human, replay=replay,
+                             video=video)
 
     await examine(run, items, examine_one, workers=worker_count(examinee, concurrency), on_sample=on_sample)
     return write_results(run, items, summarize_qa, kind="qa")

@@ -19,6 +19,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="LLM judge for free-text and report answers (openai:<model>), scored with rubrics/judges/*.yaml")
     parser.add_argument("--judge-base-url", default=None, help="endpoint of the judge (default: --base-url)")
     parser.add_argument("--judge-rubrics", default=None, metavar="DIR", help="folder of judge rubric YAML files (default: built-in)")
+    parser.add_argument("--video-as", choices=("frames", "video_url"), default="frames",
+                        help="--modality video: send frames as images (default; any vision model) or the MP4 as video_url (servers that take video)")
+    parser.add_argument("--video-fps", type=float, default=1.0, metavar="F", help="--modality video, frames: frames sent per second of video (default 1)")
+    parser.add_argument("--video-frames", type=int, default=8, metavar="N", help="--modality video, frames: at most N frames per item (default 8)")
     parser.add_argument("--skip-unavailable", action="store_true",
                         help="leave out items that cannot be shown in --modality (e.g. annotation-only records have no image) instead of stopping")
 
@@ -41,10 +45,13 @@ def run(args: argparse.Namespace) -> int:
 
         raise EcgTraceError("qa-eval needs --model (the model to ask) or --answers (answers given before)")
     qa, items, skipped = _load_items(args, console)
+    video = _video_settings(args)
     examinee = make_model(args)
     judge, rubrics = _judge(args)
     identity = identity_for(qa, model=args.model, modality=args.modality, seed=args.seed, limit=args.limit,
                             max_tokens=args.max_tokens, judge=args.judge, temperature=args.temperature)
+    if video is not None:
+        identity["video"] = video.to_json()
     if args.skip_unavailable:
         identity["skipped_unavailable"] = len(skipped)
     if rubrics:
@@ -55,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     def evaluate(on_sample):  # noqa: ANN001, ANN202
         return asyncio.run(run_qa(qa, run_dir, examinee, modality=args.modality, concurrency=args.concurrency, limit=args.limit,
                                   judge=judge, rubrics=rubrics, on_sample=on_sample, ask_human=ask_at_terminal(console),
-                                  skip_ids=skipped))
+                                  skip_ids=skipped, video=video))
 
     results = run_with_progress(evaluate, console=console, label="qa-eval", total=len(items), done=done_before,
                                 quiet=args.quiet or examinee.interactive)
@@ -131,6 +138,7 @@ def _rubrics_of(args: argparse.Namespace):  # noqa: ANN202
 def _load_items(args: argparse.Namespace, console):  # noqa: ANN001, ANN202
     """The QA set, the items this run asks, and the ids left out because ``--modality`` cannot show them."""
     from ecgtrace.agents.exam.messages import check_modality
+    from ecgtrace.agents.exam.video_parts import video_path
     from ecgtrace.contracts.datasets import load_items
     from ecgtrace.errors import EcgTraceError
 
@@ -142,7 +150,10 @@ def _load_items(args: argparse.Namespace, console):  # noqa: ANN001, ANN202
             if item.record is None and not item.messages:
                 raise EcgTraceError(f"item {item.id!r} has no ECG to show (record: null, e.g. imported from Holtercare-Bench, "
                                     "which releases no signals): score answers given before with --answers FILE")
-            check_modality(item, qa.base_dir, args.modality)
+            if args.modality == "video":
+                video_path(item, qa.base_dir)
+            else:
+                check_modality(item, qa.base_dir, args.modality)
         except EcgTraceError:
             if not args.skip_unavailable:
                 raise
@@ -153,6 +164,18 @@ def _load_items(args: argparse.Namespace, console):  # noqa: ANN001, ANN202
     if skipped:
         console.print(f"[yellow]{len(skipped)} item(s) cannot be shown with --modality {args.modality}: left out[/]")
     return qa, items, skipped
+
+
+def _video_settings(args: argparse.Namespace):  # noqa: ANN202
+    """How ``--modality video`` sends the video (None for other modalities)."""
+    from ecgtrace.agents.exam.video_parts import VideoSettings
+    from ecgtrace.errors import EcgTraceError
+
+    if args.modality != "video":
+        return None
+    if args.video_fps <= 0 or args.video_frames < 1:
+        raise EcgTraceError(f"--video-fps must be positive and --video-frames at least 1, got {args.video_fps:g} and {args.video_frames}")
+    return VideoSettings(send=args.video_as, fps=float(args.video_fps), max_frames=int(args.video_frames))
 
 
 def _judge(args: argparse.Namespace):  # noqa: ANN202
