@@ -167,7 +167,9 @@ def parse_times_ms(text: Any, *, bare: bool = True) -> list[float]:
     if not found and bare:
         for match in re.finditer(_NUM, body):
             before = body[max(0, match.start() - 1):match.start()]
-            if before and before.isalnum():
+            if before and (before.isalnum() or before == ":"):
+                continue
+            if _NOT_A_COUNT.match(body, match.end()):  # "No 2:1 AV Block is detected", "3rd-degree": a name, no time
                 continue
             found.append((match.start(), _to_float(match.group())))
     return [round(v, 3) for _, v in sorted(found)]
