@@ -21,6 +21,13 @@ so a run's own answers give its ``results.json`` again byte for byte.
 
 A turn with no recorded answer is answered with an error ("no recorded
 answer"), scored wrong, never skipped.
+
+Answers to items that ``ecgtrace import holtercare`` left out of the dataset
+(its ``rejected.jsonl``; or, when the answers file is the imported file itself,
+the items past its ``--limit``) belong to no item: they are left out and
+counted (:attr:`RecordedAnswers.left_out`, kept in the run's settings), so
+that Holtercare's own file can be fed back as its answers. Any other answer
+that fits no item is an error.
 """
 
 from __future__ import annotations
@@ -52,6 +59,8 @@ class RecordedAnswers:
     judged: dict[str, dict[str, Any]] = field(default_factory=dict)
     prompts: dict[tuple[str, int], str] = field(default_factory=dict)
     header: dict[str, Any] | None = None
+    #: answers left out because the import left their item out: ``{why: count}``
+    left_out: dict[str, int] = field(default_factory=dict)
 
     @property
     def from_run(self) -> bool:
@@ -60,7 +69,7 @@ class RecordedAnswers:
     def describe(self) -> dict[str, Any]:
         """What a run keeps in its settings about the answers it replayed."""
         return {"path": str(self.path), "sha256": self.sha256, "from_run": self.header["run_id"] if self.header else None,
-                "answers": len(self.replies)}
+                "answers": len(self.replies), "left_out": dict(sorted(self.left_out.items()))}
 
 
 def _turn_reply(turn: dict[str, Any]) -> Reply:
@@ -127,9 +136,58 @@ def _holtercare_target(number: int, row: dict[str, Any], ids: set[str], cases: d
     return str(chosen[0]["id"])
 
 
-def _plain_answers(answers: RecordedAnswers, rows: list[tuple[int, Any]], items: list[dict[str, Any]]) -> None:
+@dataclass(frozen=True)
+class NotImported:
+    """What an import left out of a dataset folder: its source file's SHA-256, how many items it read, what it rejected."""
+
+    source_sha256: str | None = None
+    n_read: int | None = None
+    rejected_index: frozenset[int] = frozenset()
+    rejected_questions: frozenset[tuple[str, str]] = frozenset()  # (case id, normalised question)
+
+    @classmethod
+    def of_dataset(cls, folder: str | Path) -> NotImported:
+        """Read ``manifest.json`` and ``rejected.jsonl`` of an imported dataset folder (nothing where there are none)."""
+        base = Path(folder)
+        manifest = _json_file(base / "manifest.json")
+        rows = [json.loads(line) for line in _text(base / "rejected.jsonl").splitlines() if line.strip()]
+        rows = [r for r in rows if isinstance(r, dict)]
+        return cls(source_sha256=manifest.get("source_sha256") if isinstance(manifest, dict) else None,
+                   n_read=manifest.get("n_read") if isinstance(manifest, dict) else None,
+                   rejected_index=frozenset(int(r["index"]) for r in rows if isinstance(r.get("index"), int)),
+                   rejected_questions=frozenset((str(r.get("case_id")), _norm(r["question"])) for r in rows if isinstance(r.get("question"), str)))
+
+    def why(self, position: int, row: Any, same_file: bool) -> str | None:
+        """Why the answer at ``position`` (0-based) of the answers file has no item, or None when it should have one."""
+        if same_file and position in self.rejected_index:
+            return "rejected at import"
+        if same_file and self.n_read is not None and position >= self.n_read:
+            return "not imported (--limit)"
+        pair = row.get("qa_pair") if isinstance(row, dict) else None
+        if isinstance(pair, dict) and isinstance(pair.get("question"), str) and (str(row.get("id")), _norm(pair["question"])) in self.rejected_questions:
+            return "rejected at import"
+        return None
+
+
+def _text(path: Path) -> str:
+    return path.read_text(encoding="utf-8") if path.is_file() else ""
+
+
+def _json_file(path: Path) -> Any:
+    try:
+        return json.loads(_text(path) or "null")
+    except ValueError:
+        return None
+
+
+def _plain_answers(answers: RecordedAnswers, rows: list[tuple[int, Any]], items: list[dict[str, Any]], not_imported: NotImported) -> None:
     ids, cases = {str(it["id"]) for it in items}, _case_index(items)
-    for number, row in rows:
+    same_file = not_imported.source_sha256 == answers.sha256
+    for position, (number, row) in enumerate(rows):
+        why = not_imported.why(position, row, same_file)
+        if why is not None:
+            answers.left_out[why] = answers.left_out.get(why, 0) + 1
+            continue
         if not isinstance(row, dict) or "id" not in row:
             raise AnswersError(f"--answers {answers.path}:{number}: expected an object with an 'id'")
         if isinstance(row.get("qa_pair"), dict):
@@ -148,8 +206,11 @@ def _plain_answers(answers: RecordedAnswers, rows: list[tuple[int, Any]], items:
             answers.replies[(target, index)] = Reply(raw=None, error="answer is not text") if not isinstance(text, str) else Reply(raw=text)
 
 
-def read_answers(path: str | Path, items: list[dict[str, Any]]) -> RecordedAnswers:
+def read_answers(path: str | Path, items: list[dict[str, Any]], *, dataset_dir: str | Path | None = None) -> RecordedAnswers:
     """Read an answers file (see the module docstring) for the dataset ``items`` (plain JSON).
+
+    ``dataset_dir``: the dataset's folder, whose ``rejected.jsonl`` / ``manifest.json`` (written by an import)
+    say which answers belong to items the import left out.
 
     Raises:
         AnswersError: missing or unreadable file, a line that fits no item, two answers for one.
@@ -169,7 +230,7 @@ def read_answers(path: str | Path, items: list[dict[str, Any]]) -> RecordedAnswe
             answers.header = read_header(target.parent)
         _run_answers(answers, rows)
     else:
-        _plain_answers(answers, rows, items)
+        _plain_answers(answers, rows, items, NotImported.of_dataset(dataset_dir) if dataset_dir is not None else NotImported())
     if not answers.replies:
         raise AnswersError(f"--answers {target}: no answers")
     return answers

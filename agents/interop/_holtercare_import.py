@@ -8,7 +8,8 @@ Holtercare publishes no signals: an imported item has ``record: null``, no
 assets, and says so in ``provenance.params.signal``; it can be scored from
 answers a model already gave (``ecgtrace qa-eval DATASET --answers FILE``),
 not asked. The output folder gets ``qa.jsonl``, ``rejected.jsonl`` (index,
-case, task type, code, reason of every item left out) and ``manifest.json``.
+case, task type, code, reason and question text of every item left out, so
+that answers to them can be recognised and left out when scoring) and ``manifest.json``.
 """
 
 from __future__ import annotations
@@ -86,6 +87,8 @@ def import_holtercare(source: str | os.PathLike[str], out_dir: str | os.PathLike
     items, rejected = [], []
     for index, obj in enumerate(raw):
         case = str(obj.get("id")) if isinstance(obj, dict) else None
+        pair = obj.get("qa_pair") if isinstance(obj, dict) else None
+        asked = pair.get("question") if isinstance(pair, dict) and isinstance(pair.get("question"), str) else None
         try:
             read = read_item(obj)
             item_id = f"holtercare-{_slug(read.case_id)}-{per_case[read.case_id]:03d}"
@@ -95,11 +98,11 @@ def import_holtercare(source: str | os.PathLike[str], out_dir: str | os.PathLike
                           answer_type=read.answer_type, provenance=provenance("holtercare", METHOD, IMPORT_VERSION, params))  # type: ignore[arg-type]
         except Rejected as exc:
             rejected.append({"index": index, "case_id": case, "task_type": obj.get("task_type") if isinstance(obj, dict) else None,
-                             "code": exc.code, "reason": str(exc)})
+                             "code": exc.code, "reason": str(exc), "question": asked})
             continue
         except ValueError as exc:  # the item contract refused it (pydantic's ValidationError is a ValueError)
             rejected.append({"index": index, "case_id": case, "task_type": obj.get("task_type"), "code": "malformed",
-                             "reason": str(exc).splitlines()[0][:300]})
+                             "reason": str(exc).splitlines()[0][:300], "question": asked})
             continue
         per_case[read.case_id] += 1
         items.append(item.to_json())

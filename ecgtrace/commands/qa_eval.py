@@ -85,7 +85,10 @@ def _score_answers(args: argparse.Namespace, console) -> int:  # noqa: ANN001
     if args.model:
         raise EcgTraceError("--answers scores answers given before: it takes no --model")
     qa = load_items(args.qa, "qa")
-    answers = read_answers(args.answers, [it.to_json() for it in qa.items])
+    answers = read_answers(args.answers, [it.to_json() for it in qa.items], dataset_dir=qa.base_dir)
+    if answers.left_out and not args.quiet:
+        console.print(f"left out {sum(answers.left_out.values())} answer(s) to items not in the dataset: "
+                      + ", ".join(f"{n} {why}" for why, n in sorted(answers.left_out.items())))
     if answers.from_run and args.judge:
         raise EcgTraceError("--answers from a run replays that run's judge verdicts: leave out --judge")
     identity = answers_identity(qa, answers, limit=args.limit, judge=args.judge)

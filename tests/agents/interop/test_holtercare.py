@@ -103,6 +103,29 @@ def test_gold_answers_fed_back_score_100_on_every_task(imported, tmp_path: Path)
     assert worse["overall"]["closed_accuracy"]["value"] == 0.0 and worse["overall"]["mean_score"]["value"] < 30
 
 
+def test_the_imported_file_itself_fed_back_leaves_out_the_answers_to_rejected_items(imported, tmp_path: Path, capsys) -> None:  # noqa: ANN001
+    out, items, _ = imported
+    run = tmp_path / "run"
+    assert main(["qa-eval", str(out), "--answers", str(FIXTURE), "--run", str(run)]) == 0
+    assert "left out 7 answer(s) to items not in the dataset: 7 rejected at import" in capsys.readouterr().err
+    header = json.loads((run / "header.json").read_text())
+    assert header["settings"]["answers"]["left_out"] == {"rejected at import": 7} and header["settings"]["answers"]["answers"] == 15
+    results = json.loads((run / "results.json").read_text())
+    assert results["n_finished"] == 15 and results["overall"]["closed_accuracy"]["value"] == 1.0
+    # another file (a model's answers in Holtercare's style, JSON Lines): rejected items are known by case and question
+    source = json.loads(FIXTURE.read_text())
+    model = tmp_path / "model.jsonl"
+    model.write_text("".join(json.dumps(row) + "\n" for i, row in enumerate(source) if isinstance(row, dict) and i != 20))
+    assert main(["qa-eval", str(out), "--answers", str(model), "--run", str(tmp_path / "run-model"), "--quiet"]) == 0
+    left = json.loads((tmp_path / "run-model" / "header.json").read_text())["settings"]["answers"]["left_out"]
+    assert left == {"rejected at import": 5}
+    # an answer for a case the dataset does not have is still an error
+    stranger = tmp_path / "stranger.jsonl"
+    stranger.write_text(json.dumps({**source[0], "id": "Z999"}) + "\n")
+    assert main(["qa-eval", str(out), "--answers", str(stranger), "--run", str(tmp_path / "run-x"), "--quiet"]) == 2
+    assert "answer for 'Z999' fits no item of the dataset" in capsys.readouterr().err
+
+
 def test_export_of_an_import_gives_the_file_back(imported, tmp_path: Path, capsys) -> None:  # noqa: ANN001
     out, _, _ = imported
     exported = tmp_path / "back.json"
