@@ -136,7 +136,12 @@ async def run_one(item: QAItem | dict[str, Any], base_dir: str | Path, examinee:
     it = as_qa_item(item)
     data = it.to_json()
     turn = make_turn(it)
-    request = build_messages(it, base_dir, modality, video=video) if replay is None else []
+    if replay is not None:
+        request: list[dict[str, Any]] = []
+    elif not examinee.reads_ecg and it.record is None and not it.messages:  # a baseline on an item without signal
+        request = [{"role": "system", "content": messages.QA.system_prompt}, {"role": "user", "content": question_text(it)}]
+    else:
+        request = build_messages(it, base_dir, modality, video=video)
     reply = await ask(examinee, request, turn, ask_human)
     scored = score_answer(data, reply.raw, error=reply.error)
     verdict = await _verdict(judge, rubrics, data, reply, scored)

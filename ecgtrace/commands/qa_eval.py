@@ -44,9 +44,9 @@ def run(args: argparse.Namespace) -> int:
         from ecgtrace.errors import EcgTraceError
 
         raise EcgTraceError("qa-eval needs --model (the model to ask) or --answers (answers given before)")
-    qa, items, skipped = _load_items(args, console)
-    video = _video_settings(args)
     examinee = make_model(args)
+    qa, items, skipped = _load_items(args, console, reads_ecg=examinee.reads_ecg)
+    video = _video_settings(args)
     judge, rubrics = _judge(args)
     identity = identity_for(qa, model=args.model, modality=args.modality, seed=args.seed, limit=args.limit,
                             max_tokens=args.max_tokens, judge=args.judge, temperature=args.temperature)
@@ -138,8 +138,11 @@ def _rubrics_of(args: argparse.Namespace):  # noqa: ANN202
     return _rubrics(Path(args.judge_rubrics) if args.judge_rubrics else None)
 
 
-def _load_items(args: argparse.Namespace, console):  # noqa: ANN001, ANN202
-    """The QA set, the items this run asks, and the ids left out because ``--modality`` cannot show them."""
+def _load_items(args: argparse.Namespace, console, *, reads_ecg: bool = True):  # noqa: ANN001, ANN202
+    """The QA set, the items this run asks, and the ids left out because ``--modality`` cannot show them.
+
+    ``reads_ecg=False`` (a baseline that never looks at the ECG) takes items without any ECG too, asked by their question alone.
+    """
     from ecgtrace.agents.exam.messages import check_modality
     from ecgtrace.agents.exam.video_parts import video_path
     from ecgtrace.contracts.datasets import load_items
@@ -151,6 +154,8 @@ def _load_items(args: argparse.Namespace, console):  # noqa: ANN001, ANN202
     for item in chosen:
         try:
             if item.record is None and not item.messages:
+                if not reads_ecg:
+                    continue
                 raise EcgTraceError(f"item {item.id!r} has no ECG to show (record: null, e.g. imported from Holtercare-Bench, "
                                     "which releases no signals): score answers given before with --answers FILE")
             if args.modality == "video":

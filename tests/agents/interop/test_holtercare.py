@@ -163,3 +163,24 @@ def test_export_of_an_ecgtrace_dataset_reads_back_and_scores_100(synth_qa, tmp_p
     results = json.loads((run / "results.json").read_text())
     for task, block in results["per_task"].items():
         assert block["mean_score"]["value"] >= 99.3, task
+
+
+def test_oracle_scores_100_on_every_imported_task_and_a_real_model_is_refused(imported, tmp_path: Path, capsys) -> None:  # noqa: ANN001
+    """The baselines never look at the ECG, so they answer imported items (no signal) by their question alone."""
+    out, items, _ = imported
+    assert main(["qa-eval", str(out), "--model", "oracle", "--modality", "text", "--run", str(tmp_path / "oracle"), "--quiet"]) == 0
+    results = json.loads((tmp_path / "oracle" / "results.json").read_text())
+    assert results["n_finished"] == len(items) and results["overall"]["closed_accuracy"]["value"] == 1.0
+    assert set(results["per_task"]) == {it["task"] for it in items}
+    for task, block in results["per_task"].items():
+        assert block["mean_score"]["value"] >= 99.3, task
+    rows = [json.loads(line) for line in (tmp_path / "oracle" / "samples.jsonl").read_text().splitlines()]
+    from ecgtrace.agents.exam.qa_runner import question_text
+
+    by_id = {it["id"]: it for it in items}
+    assert all(r["turns"][0]["prompt"] == question_text(by_id[r["id"]]) for r in rows)  # the question alone: no signal to show
+    assert main(["qa-eval", str(out), "--model", "random", "--modality", "text", "--run", str(tmp_path / "random"), "--quiet"]) == 0
+    assert json.loads((tmp_path / "random" / "results.json").read_text())["overall"]["mean_score"]["value"] < 30
+    assert main(["qa-eval", str(out), "--model", "openai:m", "--base-url", "http://127.0.0.1:9/v1", "--modality", "text",
+                 "--run", str(tmp_path / "live"), "--quiet"]) == 2
+    assert "has no ECG to show" in capsys.readouterr().err and not (tmp_path / "live" / "samples.jsonl").exists()
