@@ -35,6 +35,7 @@ COMMANDS: tuple[str, ...] = (
     "compare",
     "export",
     "report",
+    "view",
     "debug",
     "bias",
 )

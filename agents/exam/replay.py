@@ -51,7 +51,13 @@ class AnswersError(EcgTraceError):
 
 @dataclass
 class RecordedAnswers:
-    """Replies by ``(sample id, turn index)``, the judge's replies by sample id, and where they came from."""
+    """Replies by ``(sample id, turn index)``, the judge's replies by sample id, and where they came from.
+
+    A sample id is the sample row's ``id``: the item id in epoch 0, ``<item id>#<epoch>`` later
+    (:func:`ecgtrace.contracts.runs.sample_key`). ``skipped``: the skip record of each sample the
+    recorded run did not ask (token budget, encoding), so the replay skips it again; ``rows``: the
+    recorded run's sample rows (which items, which epochs).
+    """
 
     path: Path
     sha256: str
@@ -59,12 +65,24 @@ class RecordedAnswers:
     judged: dict[str, dict[str, Any]] = field(default_factory=dict)
     prompts: dict[tuple[str, int], str] = field(default_factory=dict)
     header: dict[str, Any] | None = None
+    skipped: dict[str, dict[str, Any]] = field(default_factory=dict)
+    rows: list[dict[str, Any]] = field(default_factory=list)
     #: answers left out because the import left their item out: ``{why: count}``
     left_out: dict[str, int] = field(default_factory=dict)
 
     @property
     def from_run(self) -> bool:
         return self.header is not None
+
+    def epochs(self) -> int:
+        """How many epochs the recorded run asked (1 for an answers file that is no run)."""
+        return 1 + max((int(r.get("epoch") or 0) for r in self.rows), default=0)
+
+    def item_ids(self) -> set[str]:
+        """The items the recorded run examined (its samples' item ids)."""
+        from ecgtrace.contracts.runs import item_id_of
+
+        return {item_id_of(r) for r in self.rows}
 
     def describe(self) -> dict[str, Any]:
         """What a run keeps in its settings about the answers it replayed."""
@@ -99,6 +117,10 @@ def _run_answers(answers: RecordedAnswers, rows: list[tuple[int, Any]]) -> None:
     for number, row in rows:
         if not isinstance(row, dict) or not isinstance(row.get("turns"), list):
             raise AnswersError(f"--answers {answers.path}:{number}: not a sample of a run (no 'turns')")
+        answers.rows.append(row)
+        if row.get("skipped"):
+            answers.skipped[str(row["id"])] = row["skipped"]
+            continue
         for turn in row["turns"]:
             if turn.get("asked", True):
                 answers.replies[(str(row["id"]), int(turn["index"]))] = _turn_reply(turn)
@@ -231,7 +253,7 @@ def read_answers(path: str | Path, items: list[dict[str, Any]], *, dataset_dir: 
         _run_answers(answers, rows)
     else:
         _plain_answers(answers, rows, items, NotImported.of_dataset(dataset_dir) if dataset_dir is not None else NotImported())
-    if not answers.replies:
+    if not answers.replies and not answers.skipped:
         raise AnswersError(f"--answers {target}: no answers")
     return answers
 
@@ -243,7 +265,7 @@ class ReplayExaminee(Examinee):
         self.answers, self.name = answers, name
 
     async def answer(self, messages: list[dict[str, Any]], turn: dict[str, Any]) -> Reply:
-        recorded = self.answers.replies.get((str(turn["sample_id"]), int(turn["index"])))
+        recorded = self.answers.replies.get((str(turn.get("sample_key") or turn["sample_id"]), int(turn["index"])))
         return replace(recorded) if recorded is not None else Reply(raw=None, error=NO_ANSWER)
 
 

@@ -33,10 +33,13 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from ecgtrace.agents.exam.qa_runner import identity_for, run_qa
-    from ecgtrace.commands._model_options import ask_at_terminal, check_model_options, make_model, run_settings, run_with_progress
+    from ecgtrace.commands._model_options import (ask_at_terminal, check_model_options, make_model, pricing_of, prompt_budget_of,
+                                                  progress_counts, report_skipped, run_settings, run_with_progress,
+                                                  text_encoding_of)
     from ecgtrace.runlog import RunDir
 
     check_model_options(args)
+    encoding, pricing = text_encoding_of(args), pricing_of(args)
     console = Console(stderr=True)
     if args.answers:
         return _score_answers(args, console)
@@ -48,39 +51,46 @@ def run(args: argparse.Namespace) -> int:
     qa, items, skipped = _load_items(args, console, reads_ecg=examinee.reads_ecg)
     video = _video_settings(args)
     judge, rubrics = _judge(args)
-    identity = identity_for(qa, model=args.model, modality=args.modality, seed=args.seed, limit=args.limit,
-                            max_tokens=args.max_tokens, judge=args.judge, temperature=args.temperature)
+    budget = prompt_budget_of(args, examinee)
+    identity = identity_for(qa, model=args.model, modality=args.modality, seed=args.seed, max_tokens=args.max_tokens, judge=args.judge,
+                            temperature=args.temperature, text_encoding=encoding)
     if video is not None:
         identity["video"] = video.to_json()
     if args.skip_unavailable:
-        identity["skipped_unavailable"] = len(skipped)
+        identity["skip_unavailable"] = True
     if rubrics:
         identity["judge_rubrics"] = sorted({f"{r.id}@{r.version}" for r in rubrics.values()})
     run_dir = RunDir.open(args.run, identity, run_settings(args, qa.path, judge_base_url=args.judge_base_url), kind="qa")
-    done_before = len(run_dir.finished_ids() & {it.id for it in items})
+    total, done_before = progress_counts(run_dir, items, args.epochs)
 
     def evaluate(on_sample):  # noqa: ANN001, ANN202
-        return asyncio.run(run_qa(qa, run_dir, examinee, modality=args.modality, concurrency=args.concurrency, limit=args.limit,
+        return asyncio.run(run_qa(qa, run_dir, examinee, modality=args.modality, concurrency=args.concurrency, items=items,
                                   judge=judge, rubrics=rubrics, on_sample=on_sample, ask_human=ask_at_terminal(console),
-                                  skip_ids=skipped, video=video))
+                                  encoding=encoding, budget=budget, epochs=args.epochs, seed=args.seed, pricing=pricing, video=video))
 
-    results = run_with_progress(evaluate, console=console, label="qa-eval", total=len(items), done=done_before,
+    results = run_with_progress(evaluate, console=console, label="qa-eval", total=total, done=done_before,
                                 quiet=args.quiet or examinee.interactive)
+    report_skipped(results, console)  # an error when nothing was asked
     if not args.quiet:
         print_results(results, title=f"{args.model} - {args.modality}")
     return 0
 
 
 def _score_answers(args: argparse.Namespace, console) -> int:  # noqa: ANN001
-    """``--answers``: score recorded answers through the QA pipeline; no model is asked (a run's judge verdicts are replayed too)."""
+    """``--answers``: score recorded answers through the QA pipeline; no model is asked (a run's judge verdicts are replayed too).
+
+    A run's own answers are scored as that run asked them: its items, epochs, modality, seed (option order), text
+    encoding and token budget, so its ``results.json`` comes back byte for byte unless the scoring changed.
+    """
     import asyncio
 
     from ecgtrace.agents.exam.qa_runner import answers_identity, run_qa
     from ecgtrace.agents.exam.replay import ReplayExaminee, ReplayJudge, read_answers
-    from ecgtrace.commands._model_options import run_settings, run_with_progress
+    from ecgtrace.commands._model_options import pricing_of, progress_counts, run_settings, run_with_progress, select
     from ecgtrace.contracts.datasets import load_items
     from ecgtrace.errors import EcgTraceError
     from ecgtrace.runlog import RunDir
+    from ecgtrace.tools.text_encodings import TextEncoding
 
     if args.model:
         raise EcgTraceError("--answers scores answers given before: it takes no --model")
@@ -92,44 +102,47 @@ def _score_answers(args: argparse.Namespace, console) -> int:  # noqa: ANN001
     if answers.from_run and args.judge:
         raise EcgTraceError("--answers from a run replays that run's judge verdicts: leave out --judge")
     identity = answers_identity(qa, answers, limit=args.limit, judge=args.judge)
-    limit, modality, skipped = args.limit, args.modality, set()
     if answers.from_run:
-        limit, modality = identity.get("limit"), identity.get("modality") or args.modality
-        if args.limit is not None and args.limit != limit:
-            raise EcgTraceError(f"--limit {args.limit}: the run's answers were given with --limit {limit}")
-        if "skipped_unavailable" in identity:  # the same items as the run: those its modality could show
-            skipped = _unavailable(qa, limit, modality)
+        if args.limit is not None or args.sample_id or args.epochs != 1:
+            raise EcgTraceError("--answers from a run scores the samples that run asked: leave out --limit, --sample-id and --epochs")
+        asked = answers.item_ids()
+        items, epochs, seed = [it for it in qa.items if it.id in asked], answers.epochs(), int(identity.get("seed") or 0)
+        modality, encoding = identity.get("modality") or args.modality, TextEncoding.from_json(identity.get("text_encoding"))
+    else:
+        items, epochs, seed = select(list(qa.items), args, stratum_of=lambda it: it.task), args.epochs, args.seed
+        modality, encoding = args.modality, TextEncoding()
     judge, rubrics = (ReplayJudge(answers), _rubrics_of(args)) if answers.from_run and identity.get("judge") else _judge(args)
     if rubrics and identity.get("judge"):
         identity["judge_rubrics"] = sorted({f"{r.id}@{r.version}" for r in rubrics.values()})
     settings = {**run_settings(args, qa.path, judge_base_url=args.judge_base_url), "answers": answers.describe()}
     run_dir = RunDir.open(args.run, identity, settings, kind="qa")
     examinee = ReplayExaminee(answers, name=str(identity.get("model") or "answers"))
-    chosen = [it for it in (qa.items[:limit] if limit else qa.items) if it.id not in skipped]
-    done_before = len(run_dir.finished_ids() & {it.id for it in chosen})
+    total, done_before = progress_counts(run_dir, items, epochs)
 
     def evaluate(on_sample):  # noqa: ANN001, ANN202
-        return asyncio.run(run_qa(qa, run_dir, examinee, modality=modality, concurrency=args.concurrency, limit=limit, judge=judge,
-                                  rubrics=rubrics, on_sample=on_sample, skip_ids=skipped, replay=answers))
+        return asyncio.run(run_qa(qa, run_dir, examinee, modality=modality, concurrency=args.concurrency, items=items, judge=judge,
+                                  rubrics=rubrics, on_sample=on_sample, replay=answers, encoding=encoding, budget=_recorded_budget(answers),
+                                  epochs=epochs, seed=seed, pricing=pricing_of(args)))
 
-    results = run_with_progress(evaluate, console=console, label="qa-eval --answers", total=len(chosen), done=done_before, quiet=args.quiet)
+    results = run_with_progress(evaluate, console=console, label="qa-eval --answers", total=total, done=done_before, quiet=args.quiet)
     if not args.quiet:
         print_results(results, title=f"answers from {answers.path}")
     return 0
 
 
-def _unavailable(qa, limit, modality) -> set[str]:  # noqa: ANN001
-    """Ids of the first ``limit`` items that ``modality`` cannot show."""
-    from ecgtrace.agents.exam.messages import check_modality
-    from ecgtrace.errors import EcgTraceError
+def _recorded_budget(answers):  # noqa: ANN001, ANN202
+    """The token budget the recorded run checked its prompts against (its results.json), so the replay's results say the same."""
+    import json
 
-    out: set[str] = set()
-    for item in qa.items[:limit] if limit else qa.items:
-        try:
-            check_modality(item, qa.base_dir, modality)
-        except EcgTraceError:
-            out.add(item.id)
-    return out
+    from ecgtrace.agents.exam.budget import PromptBudget
+
+    if not answers.from_run or not (answers.path.parent / "results.json").is_file():
+        return None
+    try:
+        recorded = (json.loads((answers.path.parent / "results.json").read_text(encoding="utf-8")).get("skipped") or {}).get("budget")
+    except ValueError:
+        return None
+    return PromptBudget(int(recorded["max_prompt_tokens"]), str(recorded["source"])) if isinstance(recorded, dict) else None
 
 
 def _rubrics_of(args: argparse.Namespace):  # noqa: ANN202
@@ -139,17 +152,18 @@ def _rubrics_of(args: argparse.Namespace):  # noqa: ANN202
 
 
 def _load_items(args: argparse.Namespace, console, *, reads_ecg: bool = True):  # noqa: ANN001, ANN202
-    """The QA set, the items this run asks, and the ids left out because ``--modality`` cannot show them.
+    """The QA set, the items this run asks (``--sample-id``, ``--limit`` by task), and the ids left out because ``--modality`` cannot show them.
 
     ``reads_ecg=False`` (a baseline that never looks at the ECG) takes items without any ECG too, asked by their question alone.
     """
     from ecgtrace.agents.exam.messages import check_modality
     from ecgtrace.agents.exam.video_parts import video_path
+    from ecgtrace.commands._model_options import select
     from ecgtrace.contracts.datasets import load_items
     from ecgtrace.errors import EcgTraceError
 
     qa = load_items(args.qa, "qa")
-    chosen = qa.items[: args.limit] if args.limit else qa.items
+    chosen = select(list(qa.items), args, stratum_of=lambda it: it.task)
     skipped: set[str] = set()
     for item in chosen:
         try:
@@ -257,5 +271,9 @@ def print_results(results: dict, title: str = "") -> None:
                   "", "", "", style="bold")
     console = Console()
     console.print(table)
+    from ecgtrace.commands._model_options import print_epochs, print_usage
+
+    print_epochs(results, console)
+    print_usage(results, console)
     if not results.get("complete", True):
         console.print(f"[yellow]{results['n_finished']} of {results['n_items']} samples finished; rerun to resume[/]")
