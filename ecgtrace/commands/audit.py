@@ -136,7 +136,7 @@ def _score_answers(args: argparse.Namespace) -> int:
 
     def audit_now(on_sample):  # noqa: ANN001, ANN202
         return asyncio.run(run_audit(audit, run_dir, examinee, concurrency=args.concurrency, items=items, on_sample=on_sample,
-                                     keep_checkpoints=args.keep_checkpoints, budget=_recorded_budget(answers), pricing=pricing_of(args), **cfg))
+                                     keep_checkpoints=args.keep_checkpoints, budget=_recorded_budget(answers), pricing=pricing_of(argparse.Namespace(**{**vars(args), "model": identity.get("model")})), **cfg))
 
     results = run_with_progress(audit_now, console=console, label="audit --answers", total=total, done=done_before, quiet=args.quiet)
     if not args.quiet:

@@ -122,7 +122,7 @@ def _score_answers(args: argparse.Namespace, console) -> int:  # noqa: ANN001
     def evaluate(on_sample):  # noqa: ANN001, ANN202
         return asyncio.run(run_qa(qa, run_dir, examinee, modality=modality, concurrency=args.concurrency, items=items, judge=judge,
                                   rubrics=rubrics, on_sample=on_sample, replay=answers, encoding=encoding, budget=_recorded_budget(answers),
-                                  epochs=epochs, seed=seed, pricing=pricing_of(args)))
+                                  epochs=epochs, seed=seed, pricing=pricing_of(argparse.Namespace(**{**vars(args), "model": identity.get("model")}))))
 
     results = run_with_progress(evaluate, console=console, label="qa-eval --answers", total=total, done=done_before, quiet=args.quiet)
     if not args.quiet:

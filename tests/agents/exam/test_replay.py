@@ -109,3 +109,25 @@ def test_an_audit_runs_own_answers_give_its_results_byte_for_byte(tmp_path: Path
         assert main(["audit", str(audit.path), "--answers", str(live), "--run", str(replayed), "--quiet"]) == 0
         assert server.stats["requests"] == asked
     assert (replayed / "results.json").read_bytes() == (live / "results.json").read_bytes()
+
+
+def test_a_run_with_epochs_a_limit_an_encoding_and_a_budget_is_replayed_as_it_was_asked(dataset: Path, tmp_path: Path, capsys) -> None:  # noqa: ANN001
+    """Options shuffled per epoch (seeded), a stratified --limit, compact text and a budget that skips some samples: all kept."""
+    items = load_qa(dataset).items
+    live = tmp_path / "live"
+    with MockOpenAI(_half_right(items)) as server:
+        assert main(["qa-eval", str(dataset), "--model", "openai:mock", "--base-url", server.url, "--modality", "text", "--timeout", "18",
+                     "--epochs", "2", "--seed", "4", "--limit", "8", "--text-encoding", "compact", "--max-prompt-tokens", "430",
+                     "--price-in", "1", "--price-out", "2", "--run", str(live), "--quiet"]) == 0
+        asked = server.stats["requests"]
+        rows = [json.loads(line) for line in (live / "samples.jsonl").read_text().splitlines()]
+        assert {r.get("epoch") or 0 for r in rows} == {0, 1} and any(r.get("skipped") for r in rows) and not all(r.get("skipped") for r in rows)
+        replayed = tmp_path / "replayed"
+        assert main(["qa-eval", str(dataset), "--answers", str(live), "--price-in", "1", "--price-out", "2", "--run", str(replayed),
+                     "--quiet"]) == 0
+        assert server.stats["requests"] == asked
+    assert (replayed / "results.json").read_bytes() == (live / "results.json").read_bytes()
+    again = [json.loads(line) for line in (replayed / "samples.jsonl").read_text().splitlines()]
+    assert sorted((r["id"], r["score"], r["correct"]) for r in again) == sorted((r["id"], r["score"], r["correct"]) for r in rows)
+    assert main(["qa-eval", str(dataset), "--answers", str(live), "--epochs", "3", "--run", str(tmp_path / "r2"), "--quiet"]) == 2
+    assert "leave out --limit, --sample-id and --epochs" in capsys.readouterr().err
