@@ -7,11 +7,8 @@ from its own samples: its ``results.json`` comes back byte for byte and the serv
 from __future__ import annotations
 
 import json
-import shutil
 import sys
 from pathlib import Path
-
-import pytest
 
 ROOT = Path(__file__).resolve().parents[3]
 if str(ROOT) not in sys.path:
@@ -19,19 +16,10 @@ if str(ROOT) not in sys.path:
 
 from ecgtrace.agents.exam.qa_runner import load_qa  # noqa: E402
 from ecgtrace.cli import main  # noqa: E402
-from tests.agents.exam.test_qa_runner import _question_of, oracle_policy  # noqa: E402
+from tests.agents.exam.test_qa_runner import _question_of, dataset, oracle_policy  # noqa: E402,F401 (dataset: the QA fixture folder)
 from tests.support.mock_openai import MockOpenAI, audit_oracle  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "fixtures"
-
-
-@pytest.fixture()
-def dataset(tmp_path: Path) -> Path:
-    folder = tmp_path / "ds"
-    folder.mkdir()
-    shutil.copy(FIXTURES / "qa_small.jsonl", folder / "qa.jsonl")
-    shutil.copytree(FIXTURES / "qa_assets", folder / "qa_assets")
-    return folder
 
 
 def _half_right(items: list[dict]):
