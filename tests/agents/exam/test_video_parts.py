@@ -21,6 +21,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from ecgtrace.agents.exam.qa_runner import as_qa_item, build_messages, load_qa  # noqa: E402
+from ecgtrace.agents.exam.preflight import PREFLIGHT_PROMPT  # noqa: E402
 from ecgtrace.agents.exam.video_parts import VideoSettings, frame_indices, video_parts  # noqa: E402
 from ecgtrace.cli import main  # noqa: E402
 from ecgtrace.errors import QAFormatError  # noqa: E402
@@ -81,15 +82,20 @@ def test_frames_and_video_url_parts(video_dataset: Path) -> None:
         video_parts(as_qa_item(load_qa(video_dataset).items[2]), video_dataset, VideoSettings())
 
 
+def _asked(requests: list[dict]) -> list[dict]:
+    """The user messages of the questions asked (the endpoint check before a run left out)."""
+    return [m for body in requests for m in body["messages"] if m["role"] == "user" and m["content"] != PREFLIGHT_PROMPT]
+
+
 def test_qa_eval_sends_the_video_per_run_settings(video_dataset: Path, tmp_path: Path, capsys) -> None:  # noqa: ANN001
     with MockOpenAI(fixed("A. Yes"), keep_requests=100) as server:
         base = ["qa-eval", str(video_dataset), "--model", "openai:mock-vl", "--base-url", server.url, "--modality", "video", "--limit", "2",
                 "--quiet"]
         assert main([*base, "--video-fps", "5", "--video-frames", "6", "--timeout", "15", "--run", str(tmp_path / "frames")]) == 0
-        sent = [m for body in server.requests for m in body["messages"] if m["role"] == "user"]
+        sent = _asked(server.requests)
         assert len(sent) == 2 and all(sum(p["type"] == "image_url" for p in m["content"]) == 6 for m in sent)
         assert main([*base, "--video-as", "video_url", "--timeout", "16", "--run", str(tmp_path / "url")]) == 0
-        sent = [m for body in server.requests[2:] for m in body["messages"] if m["role"] == "user"]
+        sent = _asked(server.requests)[2:]
         assert len(sent) == 2 and all([p["type"] for p in m["content"]] == ["text", "video_url", "text"] for m in sent)
         frames_id = json.loads((tmp_path / "frames" / "header.json").read_text())["identity"]
         assert frames_id["video"] == {"send": "frames", "fps": 5.0, "max_frames": 6}
