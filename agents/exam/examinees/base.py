@@ -30,10 +30,14 @@ class Examinee:
     message) and the turn spec (:func:`ecgtrace.agents.exam.turns.turn_spec`:
     question, options, answer, ...). Baselines may read the spec; a real model
     sees only the messages.
+
+    ``reads_ecg``: False for baselines that never look at the messages (oracle, random, prior), which can
+    therefore answer items that have no ECG to show (Holtercare-Bench items, imported without signals).
     """
 
     name: str = "examinee"
     interactive: bool = False
+    reads_ecg: bool = True
 
     async def answer(self, messages: list[dict[str, Any]], turn: dict[str, Any]) -> Reply:
         raise NotImplementedError
