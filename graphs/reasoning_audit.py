@@ -108,7 +108,7 @@ async def answer_turn(state: AuditState, examinee: Examinee, base_dir: str | Non
     prompt = format_prompt(turn)
     run = state["run"]
     request = build_request(history(state), prompt, item_of(state), base_dir or run["base_dir"], run["modality"])
-    reply = await examinee.answer(request, turn)
+    reply = (await examinee.answer(request, turn)).capped(examinee.max_reply_chars)  # kept and re-sent in later turns: bounded
     return score_reply(turn, prompt, reply)
 
 
