@@ -30,18 +30,25 @@ COMMANDS: tuple[str, ...] = (
     "annotate",
     "delineate",
     "build",
+    "import",
     "templates",
     "audit",
     "qa-eval",
     "compare",
+    "export",
     "report",
+    "view",
     "debug",
     "bias",
 )
 
 
+#: Commands whose module name differs from the command (``import`` is a Python keyword).
+MODULE_NAMES: dict[str, str] = {"import": "import_"}
+
+
 def _command_module(name: str):
-    return importlib.import_module(f"ecgtrace.commands.{name.replace('-', '_')}")
+    return importlib.import_module(f"ecgtrace.commands.{MODULE_NAMES.get(name, name.replace('-', '_'))}")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -51,6 +51,10 @@ class QAFormatError(DatasetFormatError):
     """A qa.jsonl file (or one of its lines) does not follow :class:`ecgtrace.contracts.QAItem`."""
 
 
+class InteropError(EcgTraceError):
+    """A file in another benchmark's format cannot be read, or a run cannot be written in one."""
+
+
 class OutputError(EcgTraceError):
     """An output cannot be written (read-only or full disk, a path under a file, a symbolic link where a file belongs)."""
 

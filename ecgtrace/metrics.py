@@ -4,37 +4,55 @@ Input is the ``samples.jsonl`` rows of a run: ``{"id", "diagnosis", "turns": [..
 where each turn has ``stage`` (initial|criterion|finding|grounding|decision),
 ``loop`` (None for initial), ``kind`` (grounding kind), ``asked`` (False for
 turns a ``stop``-mode chain never reached; missing means True) and ``correct``.
+A turn not asked counts as wrong wherever a metric needs it.
 
-Definitions (exactly what is computed):
+Definitions (metrics version 2: exactly what is computed, and how each relates
+to the ECG-Reasoning-Benchmark evaluator, ``../shared/formats/ERB.md``):
 
-* **IDA** - initial answer accuracy: share of samples whose initial Yes/No
-  answer is correct. Unit: sample.
-* **GT-RDA** - decision accuracy given the ground-truth history: share of
-  *asked* decision turns answered correctly, pooled over all loops of all
-  samples. In ``teacher`` mode every decision is asked with the ground-truth
-  history; in ``stop`` mode a decision is reached only when every earlier step
-  of the chain was right, so its history equals the ground truth too, and
-  decisions never reached are left out. Unit: decision turn.
-* **Completion** - share of samples whose every loop turn (criterion, finding,
-  each grounding question, decision, in every loop) was asked and correct.
-  The initial question is not part of it. Unit: sample.
-* **Depth** (0-4) - per loop that has at least one grounding question, walk the
-  four steps in order and stop at the first step that is not fully correct:
-  criterion correct -> +1; then finding correct -> +1; then grounding adds
-  ``g = (correct grounding questions) / (grounding questions in the loop)``
-  and the walk stops unless ``g == 1``; then decision correct -> +1. So a loop
-  scores 0, 1, 2, 2+g (0 <= g < 1), 3 or 4. Turns not asked count as wrong.
-  A sample's depth is the mean over its loops with grounding (samples without
-  such loops have no depth); the reported depth is the mean over samples that
-  have one. Its interval is a normal-approximation 95% interval of that mean
-  (mean +- 1.96 * sd / sqrt(n), clipped to [0, 4]); with n = 1 it is [0, 4].
-* **Per-stage accuracy** - share of asked turns answered correctly per stage
+* **IDA** (``ida``) - correct initial answers / samples. Unit: sample. Same as ERB.
+* **GT-RDA** (``gt_rda``) - per sample, the decision of its **last loop**
+  (asked with the ground-truth history in ``teacher`` mode); correct / samples
+  with at least one loop. In ``stop`` mode a last decision never reached counts
+  as wrong. Unit: sample. Same as ERB's GT-RDA. (Metrics version 1 called the
+  pooled number below "gt_rda".)
+* **Decision accuracy** (``decision_acc``) - correct / asked decision turns,
+  pooled over every loop of every sample. Unit: decision turn. ERB's
+  ``decision_accuracy_w_gt``. Every loop but the last answers "Further
+  findings ...", so an examinee that always says so scores GT-RDA 0 and a
+  ``decision_acc`` equal to the share of such answers (55.7% on ERB's PTB-XL release).
+* **Completion** (``completion``) - samples whose every loop turn (criterion,
+  finding, each grounding question, decision, in every loop) was asked and
+  correct / samples. The initial question is not part of it. Unit: sample. Same as ERB.
+* **Depth** (``depth``, 0-4) - pooled over all loops that have at least one
+  grounding question (not averaged per sample first): walk the loop's steps in
+  order, stop at the first wrong one: criterion correct -> +1; then finding
+  correct -> +1; then grounding adds ``p / g`` where ``p`` is the number of
+  grounding questions answered correctly **before the first wrong one** and
+  ``g`` the loop's grounding questions, and the walk stops unless ``p == g``;
+  then decision correct -> +1. A loop scores 0, 1, 2, 2 + p/g, 3 or 4.
+  ``depth = sum of loop depths / number of such loops``. Same as ERB's Depth.
+  Its interval treats samples as clusters (loops of one sample are not
+  independent): the ratio estimator's linearised variance
+  ``n / (n - 1) * sum_i (D_i - depth * L_i)^2 / (sum_i L_i)^2`` over the ``n``
+  samples with such loops (``D_i`` their summed depths, ``L_i`` their loop
+  counts), 1.96 standard errors, clipped to [0, 4]; with n = 1 it is [0, 4].
+* **Depth per sample** (``depth_per_sample``, 0-4) - the same loop depths
+  averaged within each sample first, then over samples that have such a loop
+  (normal-approximation interval over samples). Not an ERB number; it weighs
+  every sample alike however many loops it has. (Metrics version 1 reported a
+  per-sample mean as "depth", with grounding credited as the share of all its
+  questions answered correctly, not only those before the first wrong one.)
+* **Per-stage accuracy** (``stages``) - correct / asked turns per stage
   (``initial``, ``criterion``, ``finding``, ``grounding``, ``grounding:lead``,
   ``grounding:wave``, ``grounding:measurement``, ``decision``). Unit: turn.
+  The criterion, finding, lead, wave, measurement and decision numbers are
+  ERB's per-stage accuracies "with ground truth" (``accuracy_w_gt``).
 
 Proportions carry a Wilson score 95% interval (z = 1.959964). Every block is
 computed overall and per diagnosis. Numbers are rounded to 6 decimals so that
-the same samples give byte-identical ``results.json``.
+the same samples give byte-identical ``results.json``; its ``provenance.version``
+is :data:`METRICS_VERSION`, and a run header records the version its run began
+with (``metrics_version``; headers without one began under version 1).
 """
 
 from __future__ import annotations
@@ -45,8 +63,8 @@ from collections.abc import Iterable
 from typing import Any
 
 Z95 = 1.959963984540054
-#: Bump when a metric definition changes; recorded in results.json provenance.
-METRICS_VERSION = "1"
+#: Bump when a metric definition changes; recorded in results.json provenance and in new run headers.
+METRICS_VERSION = "2"
 STAGE_KEYS = ("initial", "criterion", "finding", "grounding", "grounding:lead", "grounding:wave",
               "grounding:measurement", "decision")
 
@@ -83,6 +101,25 @@ def mean_interval(values: list[float], lo_bound: float = 0.0, hi_bound: float = 
     return {"value": _r(mean), "n": n, "sd": _r(sd), "ci95": [_r(max(lo_bound, mean - half)), _r(min(hi_bound, mean + half))]}
 
 
+def pooled_interval(per_sample: list[list[float]], lo_bound: float = 0.0, hi_bound: float = 4.0) -> dict[str, Any]:
+    """Mean of every value pooled over samples, with a cluster-robust (ratio-estimator) 95% interval.
+
+    ``per_sample`` holds each sample's values (samples without any are left
+    out). ``n`` is the number of values (loops), ``n_samples`` the clusters.
+    """
+    clusters = [v for v in per_sample if v]
+    total = sum(len(v) for v in clusters)
+    if total == 0:
+        return {"value": None, "n": 0, "n_samples": 0, "ci95": [lo_bound, hi_bound]}
+    mean = sum(sum(v) for v in clusters) / total
+    m = len(clusters)
+    if m == 1:
+        return {"value": _r(mean), "n": total, "n_samples": 1, "ci95": [lo_bound, hi_bound]}
+    var = m / (m - 1) * sum((sum(v) - mean * len(v)) ** 2 for v in clusters) / total ** 2
+    half = Z95 * math.sqrt(var)
+    return {"value": _r(mean), "n": total, "n_samples": m, "ci95": [_r(max(lo_bound, mean - half)), _r(min(hi_bound, mean + half))]}
+
+
 # ------------------------------------------------------------------ per sample
 
 def _ok(turn: dict[str, Any]) -> bool:
@@ -90,23 +127,21 @@ def _ok(turn: dict[str, Any]) -> bool:
 
 
 def loop_depth(loop_turns: list[dict[str, Any]]) -> float | None:
-    """Depth of one loop (see module docstring); None when the loop has no grounding."""
+    """Depth of one loop (ERB's walk, see the module docstring); None when the loop has no grounding."""
     by_stage: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for t in loop_turns:
+    for t in sorted(loop_turns, key=lambda t: t.get("index", 0)):
         by_stage[t["stage"]].append(t)
     grounding = by_stage.get("grounding", [])
     if not grounding:
         return None
     depth = 0.0
-    if not all(_ok(t) for t in by_stage.get("criterion", [])) or not by_stage.get("criterion"):
-        return depth
-    depth += 1
-    if not all(_ok(t) for t in by_stage.get("finding", [])) or not by_stage.get("finding"):
-        return depth
-    depth += 1
-    g = sum(_ok(t) for t in grounding) / len(grounding)
-    depth += g
-    if g < 1:
+    for stage in ("criterion", "finding"):
+        if not by_stage.get(stage) or not all(_ok(t) for t in by_stage[stage]):
+            return depth
+        depth += 1
+    before_wrong = next((k for k, t in enumerate(grounding) if not _ok(t)), len(grounding))
+    depth += before_wrong / len(grounding)
+    if before_wrong < len(grounding):
         return depth
     if by_stage.get("decision") and all(_ok(t) for t in by_stage["decision"]):
         depth += 1
@@ -122,6 +157,7 @@ def sample_outcomes(sample: dict[str, Any]) -> dict[str, Any]:
         if t["stage"] != "initial":
             loops[int(t["loop"])].append(t)
     depths = [d for d in (loop_depth(loops[k]) for k in sorted(loops)) if d is not None]
+    last = [t for t in loops[max(loops)] if t["stage"] == "decision"] if loops else []
     stages: dict[str, list[bool]] = defaultdict(list)
     for t in turns:
         if not t.get("asked", True):
@@ -133,7 +169,9 @@ def sample_outcomes(sample: dict[str, Any]) -> dict[str, Any]:
     return {
         "ida": _ok(initial[0]) if initial else None,
         "completion": bool(loop_turns) and all(_ok(t) for t in loop_turns),
+        "loop_depths": depths,
         "depth": sum(depths) / len(depths) if depths else None,
+        "last_decision": (bool(last) and all(_ok(t) for t in last)) if loops else None,
         "decisions": [(int(t["loop"]), bool(t.get("correct"))) for t in turns if t["stage"] == "decision" and t.get("asked", True)],
         "stages": dict(stages),
         "errors": sum(1 for t in turns if t.get("error")),
@@ -147,6 +185,7 @@ def sample_outcomes(sample: dict[str, Any]) -> dict[str, Any]:
 def summarize_block(samples: list[dict[str, Any]]) -> dict[str, Any]:
     outs = [sample_outcomes(s) for s in samples]
     ida = [o["ida"] for o in outs if o["ida"] is not None]
+    last = [o["last_decision"] for o in outs if o["last_decision"] is not None]
     decisions = [ok for o in outs for _, ok in o["decisions"]]
     stages: dict[str, list[bool]] = defaultdict(list)
     for o in outs:
@@ -155,9 +194,11 @@ def summarize_block(samples: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "n": len(samples),
         "ida": proportion(sum(ida), len(ida)),
-        "gt_rda": proportion(sum(decisions), len(decisions)),
+        "gt_rda": proportion(sum(last), len(last)),
+        "decision_acc": proportion(sum(decisions), len(decisions)),
         "completion": proportion(sum(o["completion"] for o in outs), len(outs)),
-        "depth": mean_interval([o["depth"] for o in outs if o["depth"] is not None]),
+        "depth": pooled_interval([o["loop_depths"] for o in outs]),
+        "depth_per_sample": mean_interval([o["depth"] for o in outs if o["depth"] is not None]),
         "stages": {k: proportion(sum(stages[k]), len(stages[k])) for k in STAGE_KEYS if stages.get(k)},
         "turns": {
             "errors": sum(o["errors"] for o in outs),
@@ -175,7 +216,23 @@ def summarize(samples: Iterable[dict[str, Any]]) -> dict[str, Any]:
         per[s.get("diagnosis", "?")].append(s)
     return {"overall": summarize_block(rows), "per_diagnosis": {d: summarize_block(per[d]) for d in sorted(per)},
             "provenance": {"source": "computed", "method": "ecgtrace.metrics.summarize", "version": METRICS_VERSION,
-                           "params": {"interval": "wilson", "z": Z95, "depth_interval": "normal-approximation"}}}
+                           "params": {"interval": "wilson", "z": Z95, "depth_interval": "cluster-robust ratio (samples)",
+                                      "depth_per_sample_interval": "normal-approximation"}}}
+
+
+def results_version(results: dict[str, Any]) -> str:
+    """The metrics version a results.json was computed with ("1" for files written before versions were checked)."""
+    return str(((results or {}).get("provenance") or {}).get("version") or "1")
+
+
+def current_results(results: dict[str, Any], samples: list[dict[str, Any]]) -> dict[str, Any]:
+    """``results`` as computed by this version: unchanged when its metrics version is current, else recomputed
+    from ``samples`` (the run's rows; the file's counts of items are kept) with ``recomputed_from`` naming the old version."""
+    old = results_version(results)
+    if old == METRICS_VERSION:
+        return results
+    keep = {k: v for k, v in results.items() if k in ("run_id", "n_items", "n_finished", "complete")}
+    return {**keep, **summarize(samples), "recomputed_from": old}
 
 
 # ---------------------------------------------------------------------- McNemar
@@ -209,8 +266,10 @@ def _units(sample: dict[str, Any]) -> dict[str, dict[Any, bool]]:
     if out["ida"] is not None:
         units["ida"][sid] = out["ida"]
     units["completion"][sid] = out["completion"]
+    if out["last_decision"] is not None:
+        units["gt_rda"][sid] = out["last_decision"]
     for loop, ok in out["decisions"]:
-        units["gt_rda"][(sid, loop)] = ok
+        units["decision_acc"][(sid, loop)] = ok
     for t in sample["turns"]:
         if t.get("asked", True):
             units[f"stage:{t['stage']}"][(sid, t["index"])] = bool(t.get("correct"))
@@ -232,7 +291,7 @@ def compare_runs(samples_a: Iterable[dict[str, Any]], samples_b: Iterable[dict[s
         for key, vals in _units(b_rows[sid]).items():
             b_units[key].update(vals)
     tests: dict[str, Any] = {}
-    order = ["ida", "gt_rda", "completion"] + [f"stage:{k}" for k in STAGE_KEYS]
+    order = ["ida", "gt_rda", "decision_acc", "completion"] + [f"stage:{k}" for k in STAGE_KEYS]
     for key in order:
         common = sorted(set(a_units.get(key, {})) & set(b_units.get(key, {})), key=str)
         if not common:

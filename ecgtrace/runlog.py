@@ -8,15 +8,21 @@ A run directory holds:
   ``run_id``, ``identity`` (everything that decides the results: dataset
   SHA-256, model, modality, mode, seed, limit, prompt version), ``settings``
   (things that may change between resumes: concurrency, timeout, base URL,
-  name of the API-key variable - never the key), ``versions`` and
-  ``created_utc``. Format 1 headers (``ecgtrace-audit-run/1``) are still read.
+  name of the API-key variable - never the key), ``versions``,
+  ``metrics_version`` (audit runs: the metric definitions in force when the run
+  began; older audit headers read as ``"1"``) and ``created_utc``. Format 1
+  headers (``ecgtrace-audit-run/1``) are still read.
 * ``samples.jsonl`` - append-only, one line per finished sample
   (:class:`~ecgtrace.contracts.AuditSample` or :class:`~ecgtrace.contracts.QASample`), fsynced.
 * ``results.json`` - metrics, rewritten atomically from ``samples.jsonl``.
 * ``checkpoints.sqlite`` - LangGraph checkpoints (one thread per sample).
 
 Opening an existing directory with a different identity is refused
-(:class:`~ecgtrace.errors.RunError`). A torn last line of ``samples.jsonl``
+(:class:`~ecgtrace.errors.RunError`). The comparison follows the identity rules
+of :func:`comparable_identity`: which samples a run asks (``--limit``,
+``--sample-id``, ``--epochs``) is not part of it, so a run folder grows from
+``--limit 20`` to the whole dataset; keys added later (the text encoding, the
+option shuffle) read as their old meaning in headers written before them. A torn last line of ``samples.jsonl``
 (process killed while appending) is cut off on open; duplicate ids are never
 appended and are ignored on read (first wins); a line that is no sample (no
 ``id``) is an error naming its line.
@@ -43,6 +49,7 @@ from ecgtrace.contracts.runs import RUN_FORMAT, RunHeader
 from ecgtrace.errors import EcgTraceError, RunError
 from ecgtrace.folder_lock import LOCK_NAME, lock_folder
 from ecgtrace.jsonio import append_jsonl, make_folder, read_jsonl, to_json_text, write_json_atomic, write_jsonl_atomic
+from ecgtrace.metrics import METRICS_VERSION
 
 FORMAT = RUN_FORMAT
 HEADER = "header.json"
@@ -62,6 +69,32 @@ def package_versions() -> dict[str, str]:
             out[name] = version(name)
         except PackageNotFoundError:
             out[name] = "absent"
+    return out
+
+
+#: Identity keys that no longer decide a sample's result (older headers have them): left out of every comparison.
+NOT_IDENTITY = ("limit",)
+#: Keys added to the identity later, with what a header without them (or with null) meant.
+IDENTITY_DEFAULTS: dict[str, Any] = {
+    "text_encoding": {"method": "raw", "fs_hz": None, "leads": None, "version": "1"},  # ecgtrace.tools.text_encodings.RAW
+    "option_shuffle": "1",  # ecgtrace.agents.exam.run_control.SHUFFLE_VERSION; epoch 0 was never shuffled
+    "skip_unavailable": False,  # qa-eval --skip-unavailable
+}
+
+
+def comparable_identity(identity: dict[str, Any]) -> dict[str, Any]:
+    """An identity as it is compared: keys of :data:`NOT_IDENTITY` dropped, later keys filled with their old meaning.
+
+    ``skipped_unavailable`` (a count of items left out for the modality, which
+    changed with ``--limit``) reads as the flag ``skip_unavailable``.
+    """
+    out = {k: v for k, v in identity.items() if k not in NOT_IDENTITY}
+    if "skipped_unavailable" in out:  # written only with --skip-unavailable
+        out.pop("skipped_unavailable")
+        out["skip_unavailable"] = True
+    for key, default in IDENTITY_DEFAULTS.items():
+        if out.get(key) is None:
+            out[key] = default
     return out
 
 
@@ -125,8 +158,10 @@ class RunDir:
         else:
             if any(p.name != LOCK_NAME for p in root.iterdir()):
                 raise RunError(f"{root} is not empty and has no {HEADER}; refusing to mix runs (use a new --run folder)")
-            header = RunHeader(kind=kind or identity.get("kind") or "audit", run_id=run_id_for(identity), identity=identity,  # type: ignore[arg-type]
+            run_kind = kind or identity.get("kind") or "audit"
+            header = RunHeader(kind=run_kind, run_id=run_id_for(identity), identity=identity,  # type: ignore[arg-type]
                                settings=settings or {}, versions=package_versions(),
+                               metrics_version=METRICS_VERSION if run_kind == "audit" else None,
                                created_utc=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")).to_json()
             write_json_atomic(header_path, header)
         run = cls(root, header)
@@ -228,6 +263,7 @@ def sample_rows(path: Path) -> list[dict[str, Any]]:
 
 
 def _check_identity(root: Path, old: dict[str, Any], new: dict[str, Any]) -> None:
+    old, new = comparable_identity(old), comparable_identity(new)
     if old != new:
         diffs = [k for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
         shown = "; ".join(f"{k}: {old.get(k)!r} -> {new.get(k)!r}" for k in diffs[:3])

@@ -21,13 +21,17 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+from ecgtrace.agents.audit.examiner import chain_request, run_style
 from ecgtrace.agents.audit.format import AuditItem, AuditSet
 from ecgtrace.agents.exam import run_loop
+from ecgtrace.agents.exam.budget import PromptBudget, estimate_request_tokens, skip_record
 from ecgtrace.agents.exam.examinees import Examinee
-from ecgtrace.contracts.runs import AuditSample
+from ecgtrace.agents.exam.prompt_styles import PromptStyle
+from ecgtrace.contracts.runs import AuditSample, sample_key
 from ecgtrace.graphs.reasoning_audit import AuditContext, build_graph
 from ecgtrace.metrics import summarize
 from ecgtrace.runlog import RunDir
+from ecgtrace.tools.text_encodings import RAW, EncodingError, TextEncoding
 
 #: SQLite waits this long for a lock before "database is locked".
 BUSY_TIMEOUT_MS = 30_000
@@ -77,28 +81,52 @@ async def shrink_checkpoints(saver: Any) -> None:
     await conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
 
-def sample_row(item: AuditItem, values: dict[str, Any]) -> dict[str, Any]:
+def sample_row(item: AuditItem, values: dict[str, Any], epoch: int = 0) -> dict[str, Any]:
     """The samples.jsonl line of a finished thread (:class:`AuditSample` JSON)."""
-    return AuditSample(id=item.id, diagnosis=item.diagnosis, label=item.label, path_id=item.path_id,
+    return AuditSample(id=sample_key(item.id, epoch), epoch=epoch, diagnosis=item.diagnosis, label=item.label, path_id=item.path_id,
                        mode=values["run"]["mode"], turns=values["turns"]).to_json()
 
 
-async def _run_sample(graph: Any, run: RunDir, item: AuditItem, run_cfg: dict[str, Any], context: AuditContext,
+def precheck(item: AuditItem, base_dir: str | Path, modality: str, encoding: TextEncoding, budget: PromptBudget | None,
+             style: PromptStyle | str = "lettered") -> dict[str, Any] | None:
+    """Why ``item`` cannot be asked (a SkipRecord's JSON), or None when its whole chain fits (asked in ``style``)."""
+    if encoding.is_asset and budget is None:
+        return None
+    try:
+        request = chain_request(item, base_dir, modality, encoding, style)
+    except EncodingError as exc:
+        return skip_record("encoding", str(exc), text_encoding=encoding.to_json())
+    if budget is None:
+        return None
+    tokens = estimate_request_tokens(request)
+    if budget.fits(tokens):
+        return None
+    return skip_record("token_budget", budget.reason(tokens, "the last turn of its chain"), prompt_tokens=tokens, budget=budget,
+                       text_encoding=encoding.to_json())
+
+
+async def _run_sample(graph: Any, run: RunDir, item: AuditItem, epoch: int, run_cfg: dict[str, Any], context: AuditContext,
                       ask_human: Callable[[dict[str, Any]], str] | None) -> dict[str, Any]:
     from langgraph.types import Command
 
-    config = {"configurable": {"thread_id": run.thread_id(item.id)}}
+    config = {"configurable": {"thread_id": run.thread_id(sample_key(item.id, epoch))}}
     snapshot = await graph.aget_state(config)
     values = snapshot.values or {}
     if values.get("done"):
-        return sample_row(item, values)
+        return sample_row(item, values, epoch)
+    if not snapshot.next:  # a new thread: only a chain that can be asked to its end is started
+        skipped = precheck(item, context.base_dir or run_cfg["base_dir"], run_cfg["modality"], TextEncoding.from_json(run_cfg.get("text")),
+                           context.budget, run_style(run_cfg))
+        if skipped is not None:
+            return AuditSample(id=sample_key(item.id, epoch), epoch=epoch, diagnosis=item.diagnosis, label=item.label, path_id=item.path_id,
+                               mode=run_cfg["mode"], turns=[], skipped=skipped).to_json()
     if snapshot.next:  # an unfinished thread: resume at its last checkpoint
         pending_interrupts = [i for task in snapshot.tasks for i in task.interrupts]
         payload: Any = None
         if pending_interrupts:
             payload = Command(resume=await asyncio.to_thread(_ask, ask_human, pending_interrupts[0].value))
     else:
-        payload = {"item": item.to_json(), "run": run_cfg}
+        payload = {"item": item.to_json(), "run": {**run_cfg, "epoch": epoch}}
     while True:
         values = await graph.ainvoke(payload, config, context=context)
         interrupts = values.get("__interrupt__")
@@ -107,7 +135,7 @@ async def _run_sample(graph: Any, run: RunDir, item: AuditItem, run_cfg: dict[st
         payload = Command(resume=await asyncio.to_thread(_ask, ask_human, interrupts[0].value))
     if not values.get("done"):
         raise RuntimeError(f"sample {item.id}: graph stopped before the end of the chain")
-    return sample_row(item, values)
+    return sample_row(item, values, epoch)
 
 
 def _ask(ask_human: Callable[[dict[str, Any]], str] | None, question: dict[str, Any]) -> str:
@@ -117,10 +145,12 @@ def _ask(ask_human: Callable[[dict[str, Any]], str] | None, question: dict[str, 
 
 
 async def run_audit(audit: AuditSet, run: RunDir, examinee: Examinee, *, mode: str = "teacher", modality: str = "text",
-                    concurrency: int = 8, limit: int | None = None,
+                    prompt_style: str = "lettered", condensed: bool = False, concurrency: int = 8, limit: int | None = None,
                     on_sample: Callable[[dict[str, Any]], None] | None = None,
                     ask_human: Callable[[dict[str, Any]], str] | None = None,
-                    keep_checkpoints: bool = False, restart: set[str] | frozenset[str] = frozenset()) -> dict[str, Any]:
+                    keep_checkpoints: bool = False, restart: set[str] | frozenset[str] = frozenset(),
+                    items: list[AuditItem] | None = None, encoding: TextEncoding = RAW, budget: PromptBudget | None = None,
+                    epochs: int = 1, seed: int = 0, pricing: dict[str, dict[str, float]] | None = None) -> dict[str, Any]:
     """Run (or resume) the audit; returns the results written to ``results.json``.
 
     Args:
@@ -129,8 +159,10 @@ async def run_audit(audit: AuditSet, run: RunDir, examinee: Examinee, *, mode: s
         examinee: the model under test.
         mode: ``teacher`` or ``stop``.
         modality: ``image``, ``text`` or ``both``.
+        prompt_style: ``lettered`` (ecgtrace's) or ``erb`` (full option texts, no letters).
+        condensed: show the options only on the question being asked (ERB's condensed chat).
         concurrency: samples in flight at once (1 for a human examinee).
-        limit: only the first ``limit`` items of the file.
+        limit: only the first ``limit`` of ``items``.
         on_sample: called with each row appended to samples.jsonl (progress).
         ask_human: called with an interrupt payload, returns the typed answer.
         keep_checkpoints: keep a finished sample's thread in checkpoints.sqlite
@@ -139,30 +171,47 @@ async def run_audit(audit: AuditSet, run: RunDir, examinee: Examinee, *, mode: s
             holds samples in flight instead of growing with the run.
         restart: sample ids whose thread is discarded first, so they start over
             (``--retry-errors`` after :meth:`RunDir.drop_samples`).
+        items: the items to ask (default: every item of ``audit``; see
+            :func:`ecgtrace.agents.exam.run_control.select_items`).
+        encoding: how the ECG is written as text (text and both modalities).
+        budget: the prompt token budget: a sample whose chain cannot fit is
+            skipped with its reason, a turn that would not fit is not sent.
+        epochs: times each item is asked (options shuffled from epoch 1 on, seeded by ``seed``).
+        pricing: USD per 1M tokens by model name, for the cost in ``results["usage"]``.
     """
-    items = audit.items[:limit] if limit else list(audit.items)
-    run_cfg = {"mode": mode, "modality": modality, "base_dir": str(audit.base_dir)}
-    context = AuditContext(examinee=examinee, base_dir=str(audit.base_dir))
+    pool = list(items) if items is not None else list(audit.items)
+    chosen = pool[:limit] if limit else pool
+    run_cfg = {"mode": mode, "modality": modality, "base_dir": str(audit.base_dir), "prompt_style": prompt_style,
+               "condensed": bool(condensed), "text": encoding.to_json(), "seed": int(seed)}
+    context = AuditContext(examinee=examinee, base_dir=str(audit.base_dir), budget=budget)
 
     async with sqlite_checkpointer(run.checkpoint_path) as saver:
         graph = build_graph(checkpointer=saver)
         for sample_id in sorted(restart):
             await saver.adelete_thread(run.thread_id(sample_id))
 
-        async def examine_one(item: AuditItem) -> dict[str, Any]:
-            return await _run_sample(graph, run, item, run_cfg, context, ask_human)
+        async def examine_one(unit: run_loop.EpochUnit[AuditItem]) -> dict[str, Any]:
+            return await _run_sample(graph, run, unit.item, unit.epoch, run_cfg, context, ask_human)
 
-        async def forget(item: AuditItem) -> None:
+        async def forget(unit: run_loop.EpochUnit[AuditItem]) -> None:
             if not keep_checkpoints:  # only after the line is safely on disk
-                await saver.adelete_thread(run.thread_id(item.id))
+                await saver.adelete_thread(run.thread_id(unit.id))
 
-        await run_loop.examine(run, items, examine_one, workers=run_loop.worker_count(examinee, concurrency), on_sample=on_sample,
-                               after_append=forget)
+        await run_loop.examine(run, run_loop.epoch_units(chosen, epochs), examine_one, workers=run_loop.worker_count(examinee, concurrency),
+                               on_sample=on_sample, after_append=forget)
         if not keep_checkpoints:
             await shrink_checkpoints(saver)
-    return write_results(run, items)
+    models = {"examinee": (run.header.get("identity") or {}).get("model") or getattr(examinee, "name", None)}
+    return write_results(run, chosen, epochs=epochs, models=models, pricing=pricing, budget=budget.to_json() if budget else None)
 
 
-def write_results(run: RunDir, items: list[AuditItem]) -> dict[str, Any]:
+def headline(rows: list[dict[str, Any]]) -> dict[str, float | None]:
+    """The metrics one epoch of an audit is summed up by (``results["epochs"]``)."""
+    overall = summarize(rows)["overall"]
+    return {name: overall[name]["value"] for name in ("ida", "gt_rda", "completion", "depth")}
+
+
+def write_results(run: RunDir, items: list[AuditItem], *, epochs: int = 1, models: dict[str, str | None] | None = None,
+                  pricing: dict[str, dict[str, float]] | None = None, budget: dict[str, Any] | None = None) -> dict[str, Any]:
     """Metrics over the finished samples of ``items``; written atomically to results.json."""
-    return run_loop.write_results(run, items, summarize)
+    return run_loop.write_exam_results(run, items, summarize, epochs=epochs, headline=headline, models=models, pricing=pricing, budget=budget)

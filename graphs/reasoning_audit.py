@@ -18,6 +18,11 @@ is rebuilt from the turns). The ECG is loaded and attached only when a request i
 examinee is runtime context (:class:`AuditContext`), not state; with no
 context (``langgraph dev``) the ``oracle`` answers.
 
+Prompt style (``state["run"]["prompt_style"]``, ``"condensed"``): ecgtrace's
+lettered options (default) or ERB's full option texts without letters, and
+optionally ERB's condensed chat, in which only the question being asked shows
+its options (:mod:`ecgtrace.agents.exam.prompt_styles`).
+
 Each model turn is one superstep, so a checkpointed thread resumes at the
 first unanswered turn. A ``human`` examinee's turn is answered through an
 ``interrupt()`` in the ``human`` node, which does nothing else.
@@ -38,11 +43,15 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
-from ecgtrace.agents.audit.examiner import build_request, format_prompt, not_asked, plan_turns, render_answer, score_reply
+from ecgtrace.agents.audit.examiner import build_request, format_prompt, not_asked, plan_turns, render_answer, run_style, score_reply
+from ecgtrace.agents.exam.budget import PromptBudget, estimate_request_tokens, next_request_tokens
+from ecgtrace.agents.exam.prompt_styles import PROMPT_STYLES
 from ecgtrace.agents.exam.examinees import Examinee, Reply, make_examinee
 from ecgtrace.agents.exam.messages import resolve_asset, shown_files
+from ecgtrace.agents.exam.run_control import shuffled_options
 from ecgtrace.contracts.audit import AuditItem
 from ecgtrace.contracts.vocabulary import EXAM_MODALITIES, EXAM_MODES
+from ecgtrace.tools.text_encodings import EncodingError, TextEncoding
 
 #: Supersteps per turn is 1; this leaves room for the longest chains.
 RECURSION_LIMIT = 10_000
@@ -54,7 +63,9 @@ class AuditState(TypedDict, total=False):
     """Plain-JSON state of one sample's thread.
 
     Input: ``item`` (an AuditItem as JSON) and ``run`` ({"mode", "modality",
-    "base_dir"}: folder that asset paths are relative to). The rest is filled in:
+    "base_dir": folder that asset paths are relative to, "prompt_style", "condensed"; optional "text": the
+    text encoding's JSON, "epoch" and "seed": from epoch 1 on every turn's
+    options are shown in a seeded random order). The rest is filled in:
     ``plan`` (turn specs), ``cursor`` (the next turn), ``turns`` (TurnRow JSON),
     ``pending`` (a human's open question), ``done``.
     The conversation history is not stored: :func:`history` rebuilds it from
@@ -73,11 +84,13 @@ class AuditState(TypedDict, total=False):
 @dataclass
 class AuditContext:
     """Runtime context: the examinee (an :class:`Examinee` or a spec such as ``"random"``),
-    and the folder asset paths are relative to now (overrides ``run.base_dir``, so a
-    resumed thread still finds its assets after the audit folder moved)."""
+    the folder asset paths are relative to now (overrides ``run.base_dir``, so a
+    resumed thread still finds its assets after the audit folder moved), and
+    the prompt token budget (None: requests are not counted)."""
 
     examinee: Any = None
     base_dir: str | None = None
+    budget: PromptBudget | None = None
 
 
 def item_of(state: AuditState) -> AuditItem:
@@ -86,30 +99,59 @@ def item_of(state: AuditState) -> AuditItem:
 
 
 def history(state: AuditState) -> list[dict[str, str]]:
-    """The conversation so far: each asked prompt, then the model's own initial answer
-    or, for every later turn, the ground-truth answer (teacher forcing)."""
+    """The conversation so far: each asked prompt (in a condensed chat, its question alone), then the
+    model's own initial answer or, for every later turn, the ground-truth answer (teacher forcing)."""
+    style = run_style(state.get("run") or {})
     out: list[dict[str, str]] = []
     for record in state["turns"]:
         if not record["asked"]:
             break
-        said = (record["raw"] or "") if record["stage"] == "initial" else render_answer(state["plan"][record["index"]])
-        out += [{"role": "user", "content": record["prompt"]}, {"role": "assistant", "content": said}]
+        turn = state["plan"][record["index"]]
+        said = (record["raw"] or "") if record["stage"] == "initial" else render_answer(turn, style)
+        asked = format_prompt(turn, style, current=False) if style.condensed else record["prompt"]
+        out += [{"role": "user", "content": asked}, {"role": "assistant", "content": said}]
     return out
 
 
 # ----------------------------------------------------------------------- the step
 
-async def answer_turn(state: AuditState, examinee: Examinee, base_dir: str | None = None) -> dict[str, Any]:
+async def answer_turn(state: AuditState, examinee: Examinee, base_dir: str | None = None,
+                      budget: PromptBudget | None = None) -> dict[str, Any]:
     """Ask the turn at ``state["cursor"]`` and score the reply: its TurnRow JSON. State is not changed.
 
     ``base_dir`` overrides ``state["run"]["base_dir"]`` (where the assets are now).
+    With a ``budget``, a request that would not fit is not sent: the turn is
+    recorded with an ``error`` that says so (counted from the previous turn's
+    server ``usage`` where there is one, else estimated).
     """
     turn = state["plan"][state["cursor"]]
-    prompt = format_prompt(turn)
     run = state["run"]
-    request = build_request(history(state), prompt, item_of(state), base_dir or run["base_dir"], run["modality"])
+    style = run_style(run)
+    prompt = format_prompt(turn, style)
+    try:
+        request = build_request(history(state), prompt, item_of(state), base_dir or run["base_dir"], run["modality"], style,
+                                TextEncoding.from_json(run.get("text")))
+    except EncodingError as exc:
+        return score_reply(turn, prompt, Reply(raw=None, error=f"not sent: {exc}", attempts=0), style)
+    if budget is not None:
+        tokens = _request_tokens(request, state["turns"])
+        if not budget.fits(tokens):
+            return score_reply(turn, prompt, Reply(raw=None, error=f"not sent: {budget.reason(tokens, 'this turn')}", attempts=0), style)
     reply = (await examinee.answer(request, turn)).capped(examinee.max_reply_chars)  # kept and re-sent in later turns: bounded
-    return score_reply(turn, prompt, reply)
+    return score_reply(turn, prompt, reply, style)
+
+
+def _request_tokens(request: list[dict[str, Any]], turns: list[dict[str, Any]]) -> int:
+    """Prompt tokens of this turn's request: the last turn the server counted (its ``usage``) plus an estimate of what came since.
+
+    Turn ``j``'s request held two messages (an answer, a question) fewer per
+    turn since; without any counted turn the whole request is estimated.
+    """
+    for back, done in enumerate(reversed(turns), start=1):
+        usage = done.get("tokens")
+        if isinstance(usage, dict) and isinstance(usage.get("prompt_tokens"), int):
+            return next_request_tokens(request, usage, len(request) - 2 * back)
+    return estimate_request_tokens(request)
 
 
 def _advance(state: AuditState, record: dict[str, Any]) -> dict[str, Any]:
@@ -140,13 +182,18 @@ def _examinee(runtime: Runtime[AuditContext] | None) -> Examinee:
 
 def plan(state: AuditState) -> dict[str, Any]:
     """Validate the item and the run settings, lay out every turn; reset the conversation."""
-    run = {"mode": "teacher", "modality": "text", "base_dir": ".", **(state.get("run") or {})}
+    run = {"mode": "teacher", "modality": "text", "base_dir": ".", "prompt_style": "lettered", "condensed": False, **(state.get("run") or {})}
     if run["mode"] not in EXAM_MODES:
         raise ValueError(f"unknown mode {run['mode']!r}")
+    if run["prompt_style"] not in PROMPT_STYLES:
+        raise ValueError(f"unknown prompt style {run['prompt_style']!r}")
     if run["modality"] not in EXAM_MODALITIES:
         raise ValueError(f"unknown modality {run['modality']!r}")
     item = item_of(state)
     turns = plan_turns(item)
+    epoch = int(run.get("epoch") or 0)
+    for turn in turns if epoch else []:  # later epochs: the same questions, options in another order
+        turn["options"] = shuffled_options(turn["options"], seed=int(run.get("seed") or 0), sample_id=item.id, epoch=epoch, index=turn["index"])
     return {"item": item.to_json(), "run": run, "plan": turns, "cursor": 0, "turns": [], "pending": None, "done": not turns}
 
 
@@ -155,8 +202,9 @@ async def ask(state: AuditState, runtime: Runtime[AuditContext]) -> dict[str, An
     examinee = _examinee(runtime)
     if examinee.interactive:
         turn = state["plan"][state["cursor"]]
-        return {"pending": {"prompt": format_prompt(turn), "turn": turn["index"]}}
-    record = await answer_turn(state, examinee, getattr(runtime.context, "base_dir", None))
+        return {"pending": {"prompt": format_prompt(turn, run_style(state["run"])), "turn": turn["index"]}}
+    context = getattr(runtime, "context", None)
+    record = await answer_turn(state, examinee, getattr(context, "base_dir", None), getattr(context, "budget", None))
     return _advance(state, record)
 
 
@@ -168,7 +216,7 @@ def human(state: AuditState) -> dict[str, Any]:
     ecg = {kind: str(resolve_asset(state["run"]["base_dir"], paths[0])) for kind, paths in files.items() if paths}  # files to open
     typed = interrupt({"sample_id": state["item"]["id"], "turn": turn["index"], "of": len(state["plan"]),
                        "stage": turn["stage"], "prompt": prompt, "ecg": ecg})
-    return _advance(state, score_reply(turn, prompt, Reply(raw=str(typed))))
+    return _advance(state, score_reply(turn, prompt, Reply(raw=str(typed)), run_style(state["run"])))
 
 
 # ---------------------------------------------------------------------- wiring

@@ -54,7 +54,11 @@ class GroundingRule(_Strict):
     ``lead``: the answer is the set of leads where ``feature op value unit``
     holds (multi-select). ``wave``: the answer is the time span of ``target``
     (one of :data:`WAVE_TARGETS`) among decoy spans. ``measurement``: the answer
-    is the bin of width ``bin_width`` (in ``unit``) holding the measured ``feature``.
+    is the bin of width ``bin_width`` (in ``unit``) holding the measured ``feature``,
+    or, with ``bin_edges`` (ascending, in ``unit``), the bin between two edges as
+    ERB draws them: variable widths and open edge bins ("[200ms - 210ms]",
+    "Above 240ms", "Below 120ms"), ``n_options`` of them (see
+    :mod:`ecgtrace.agents.audit._bins`).
 
     Lead rules only: a threshold with a lead within ``margin`` (``unit``) of it
     is not asked; ``values`` are other thresholds to ask with (``{value}`` in
@@ -71,6 +75,7 @@ class GroundingRule(_Strict):
     leads: list[str] | None = None
     target: str | None = None
     bin_width: float | None = Field(default=None, gt=0)
+    bin_edges: list[float] = Field(default_factory=list)
     n_options: int = Field(default=5, ge=2, le=8)
     margin: float | None = Field(default=None, ge=0)
     values: list[float] = Field(default_factory=list)
@@ -302,8 +307,12 @@ def _check_grounding(rule: GroundingRule, loc: tuple[Any, ...], problems: list[P
     elif rule.margin is not None or rule.values or rule.complement_questions:
         problems.append((loc + ("kind",), "margin, values and complement_questions apply to lead grounding only"))
     if rule.kind == "measurement":
-        if rule.bin_width is None:
-            problems.append((loc + ("bin_width",), "measurement grounding needs bin_width"))
+        if rule.bin_width is None and not rule.bin_edges:
+            problems.append((loc + ("bin_width",), "measurement grounding needs bin_width or bin_edges"))
+        if rule.bin_edges and (len(rule.bin_edges) < 2 or any(b <= a for a, b in zip(rule.bin_edges, rule.bin_edges[1:]))):
+            problems.append((loc + ("bin_edges",), "bin_edges must be at least 2 strictly ascending values"))
+        if rule.bin_edges and not 3 <= rule.n_options <= 5:
+            problems.append((loc + ("n_options",), f"bins drawn from bin_edges take 3 to 5 options, found {rule.n_options}"))
         if rule.unit in (None, ""):
             problems.append((loc + ("bin_width",), f"bin_width has no unit (feature {rule.feature} is in {spec.unit})"))
         elif unit_factor(rule.feature, rule.unit) is None:

@@ -191,7 +191,8 @@ def test_a_torn_multibyte_character_at_the_end_is_a_torn_tail(finished_run, tmp_
 def test_checkpoints_shrink_once_the_run_is_finished(tmp_path):
     dataset = _audit_set(tmp_path / "ds")
     for name, extra in (("kept", ("--keep-checkpoints",)), ("shrunk", ())):
-        assert main(["audit", str(dataset), "--model", "oracle", "--run", str(tmp_path / name), "--modality", "both", "--limit", "2", "--quiet", *extra]) == 0
+        assert main(["audit", str(dataset), "--model", "oracle", "--run", str(tmp_path / name), "--modality", "both",
+                     "--sample-id", "af-pos-001", "--sample-id", "af-neg-002", "--quiet", *extra]) == 0
     kept, shrunk = (tmp_path / "kept" / "checkpoints.sqlite").stat().st_size, (tmp_path / "shrunk" / "checkpoints.sqlite").stat().st_size
     with sqlite3.connect(tmp_path / "shrunk" / "checkpoints.sqlite") as conn:
         assert conn.execute("SELECT count(*) FROM checkpoints").fetchone() == (0,)
@@ -226,7 +227,7 @@ def test_the_audit_refuses_symlinked_assets(tmp_path, capsys, how):
         (dataset / "assets").symlink_to(secret, target_is_directory=True)
     for modality in ("text", "image"):
         assert main(["audit", str(dataset), "--model", "oracle", "--run", str(tmp_path / f"run-{modality}"), "--modality", modality,
-                     "--limit", "1", "--quiet"]) == 2
+                     "--sample-id", "af-pos-001", "--quiet"]) == 2
         line = _error(capsys)
         assert "resolves outside the dataset folder" in line and "write" not in line
         assert not (tmp_path / f"run-{modality}").exists()
@@ -260,7 +261,8 @@ def test_the_report_and_the_debugger_do_not_read_an_asset_outside(tmp_path, caps
     from ecgtrace.errors import DatasetFormatError
 
     dataset = _audit_set(tmp_path / "ds")
-    assert main(["audit", str(dataset), "--model", "oracle", "--run", str(tmp_path / "run"), "--modality", "image", "--limit", "1", "--quiet"]) == 0
+    assert main(["audit", str(dataset), "--model", "oracle", "--run", str(tmp_path / "run"), "--modality", "image", "--sample-id", "af-pos-001",
+                 "--quiet"]) == 0
     secret = _secret(tmp_path)
     (dataset / "assets" / "af-pos-001.png").unlink()
     (dataset / "assets" / "af-pos-001.png").symlink_to(secret / "af-pos-001.png")

@@ -73,3 +73,20 @@ def test_format1_run_folders_are_read_and_resumed(tmp_path):
     (tmp_path / "foreign" / "header.json").write_text(json.dumps({"format": "someone-else/3", "run_id": "x", "identity": {}}))
     with pytest.raises(RunError, match="not an ecgtrace run header"):
         read_header(tmp_path / "foreign")
+
+
+def test_identity_rules_let_a_run_grow_and_read_older_headers(tmp_path):
+    from ecgtrace.runlog import IDENTITY_DEFAULTS, comparable_identity
+    from ecgtrace.tools.text_encodings import RAW, text_encoding
+
+    assert IDENTITY_DEFAULTS["text_encoding"] == RAW.to_json()  # the literal is the encoders' own raw
+    # a header written before the limit left the identity, before the text encoding and the shuffle were in it
+    old = {**IDENTITY, "modality": "text", "limit": 20}
+    RunDir.open(tmp_path / "r", old)
+    new = {**IDENTITY, "modality": "text", "text_encoding": RAW.to_json(), "option_shuffle": "1"}
+    assert RunDir.open(tmp_path / "r", new).run_id == read_header(tmp_path / "r")["run_id"]  # grows: the same run
+    with pytest.raises(RunError, match="text_encoding"):
+        RunDir.open(tmp_path / "r", {**new, "text_encoding": text_encoding("summary").to_json()})
+    # qa-eval's old count of items left out (it changed with --limit) reads as the flag
+    assert comparable_identity({"skipped_unavailable": 3}) == comparable_identity({"skip_unavailable": True})
+    assert comparable_identity({}) != comparable_identity({"skip_unavailable": True})

@@ -44,6 +44,9 @@ MAJOR_RGB = (226, 104, 104)
 HIGHLIGHT_RGBA = (0.1, 0.7, 0.2, 0.28)
 OVERLAY_RGB = (0.05, 0.2, 0.85)
 PAPER_VERSION = "1"
+#: What the grid means, as image prompts state it (the grid of every ecgtrace PNG).
+PAPER_NOTE = (f"The ECG is drawn on paper at {MM_PER_S:g} mm/s and {MM_PER_MV:g} mm/mV: one large square (5 mm) is 0.2 s wide "
+              "and 0.5 mV tall, one small square (1 mm) 0.04 s and 0.1 mV.")
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,8 @@
   :func:`parse_signal_text` reads it back. The round trip is exact to the
   rounding of the text: ``|parsed - signal| <= 0.0005 mV`` (0.5 uV).
 * PNG / MP4: :func:`render_png` and :func:`render_mp4` draw standard ECG paper
-  (25 mm/s, 10 mm/mV). matplotlib and imageio-ffmpeg are imported only when
+  (25 mm/s, 10 mm/mV); :func:`render_12lead_png` draws a 12-lead ECG as the
+  standard 3x4 print with a rhythm strip, or with its leads stacked. matplotlib and imageio-ffmpeg are imported only when
   these are called.
 
 Times are seconds (``*_s``) or milliseconds (``*_ms``) from the record start.
@@ -27,12 +28,12 @@ import numpy as np
 from ecgtrace.errors import EcgTraceError, WindowError
 from ecgtrace.tools.records import RecordInfo, SignalWindow, read_samples, read_window
 
-from ecgtrace.tools._render_paper import DEFAULT_WINDOW_S, PaperRender
+from ecgtrace.tools._render_paper import DEFAULT_WINDOW_S, PAPER_NOTE, PaperRender
 from ecgtrace.tools._render_paper import render_png as _render_png
 from ecgtrace.tools._render_video import VideoRender, mp4_frame_times
 from ecgtrace.tools._render_video import render_mp4 as _render_mp4
 
-__all__ = ["DEFAULT_WINDOW_S", "mp4_frame_times", "render_mp4", "render_png", "signal_to_text"]
+__all__ = ["DEFAULT_WINDOW_S", "PAPER_NOTE", "mp4_frame_times", "render_12lead_png", "render_mp4", "render_png", "signal_to_text"]
 
 RENDER_VERSION = "1"
 TEXT_FORMAT = "ecgtrace-signal-text/1"
@@ -228,6 +229,13 @@ def parse_signal_text(text: str) -> ParsedSignalText:
 def render_png(window: SignalWindow, path: Any = None, **kwargs: Any) -> PaperRender:
     """Draw the window on ECG paper; see :func:`ecgtrace.tools._render_paper.render_png`."""
     return _render_png(window, path, **kwargs)
+
+
+def render_12lead_png(window: SignalWindow, path: Any = None, **kwargs: Any) -> PaperRender:
+    """Draw a 12-lead window (3x4 + rhythm strip, or stacked); see :func:`ecgtrace.tools._render_12lead.render_12lead_png`."""
+    from ecgtrace.tools._render_12lead import render_12lead_png as _render_12lead
+
+    return _render_12lead(window, path, **kwargs)
 
 
 def render_mp4(info: RecordInfo, t0_s: float, t1_s: float, path: Any, **kwargs: Any) -> VideoRender:

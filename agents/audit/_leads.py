@@ -47,6 +47,7 @@ from typing import Any
 
 import numpy as np
 
+from ecgtrace.agents.audit._surface import LONGEST_PAIR_QUESTION, verify_wording
 from ecgtrace.agents.audit.engine import MissingFeature, grounding_leads, lead_values
 from ecgtrace.rubrics.diagnosis_schema import DiagnosisGraph, GroundingRule, unit_factor
 
@@ -153,11 +154,12 @@ def _rebuild(item: dict[str, Any], graph: DiagnosisGraph, rng: np.random.Generat
     skipped = [s for s in params.get("grounding_skipped", []) if not s.endswith(f".lead:{SKIP_BALANCE}")]
     for j, loop in enumerate(item["loops"]):
         crit = graph.criteria[steps[j]["criterion"]]
+        present = bool(steps[j]["present"])
         queue = [g for g in loop["grounding"] if g["kind"] != "lead"]
         out: list[dict[str, Any]] = []
         for r, rule in enumerate(crit.grounding):
             if rule.kind != "lead":
-                if queue and queue[0]["kind"] == rule.kind and queue[0]["question"] in rule.questions:
+                if queue and queue[0]["kind"] == rule.kind and _asks(queue[0]["question"], rule, crit):
                     out.append(queue.pop(0))
                 continue
             entry = by_slot.get((j, r))
@@ -168,7 +170,14 @@ def _rebuild(item: dict[str, Any], graph: DiagnosisGraph, rng: np.random.Generat
                 continue
             cand = entry["candidates"][entry["chosen"]]
             answer = [o for o in entry["options"] if o in cand["answer"]]
-            out.append({"kind": "lead", "question": lead_question_text(rule, cand["value"], cand["complement"], rng),
+            text = lead_question_text(rule, cand["value"], cand["complement"], rng)
+            out.append({"kind": "lead", "question": text if present else verify_wording(crit, text),
                         "options": list(entry["options"]), "answer": answer, "multi": True})
         loop["grounding"] = out + queue
     params["grounding_skipped"] = skipped
+
+
+def _asks(question: str, rule: GroundingRule, crit: Any) -> bool:
+    """The (wave or measurement) question is one of the rule's wordings, as such or as an absent finding's check."""
+    wordings = [*rule.questions, LONGEST_PAIR_QUESTION]
+    return question in wordings or question in [verify_wording(crit, q) for q in wordings]

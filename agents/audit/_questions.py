@@ -1,9 +1,14 @@
 """Turn a ground-truth path into the audit item's questions (ECG-Reasoning-Benchmark protocol).
 
 One loop per visited criterion: criterion selection (5 options: a wording of
-the criterion and 4 of its distractors), finding (Yes/No), grounding when the
-finding is present (lead set / wave time span / measurement bin) and the decision (Yes /
-No / further findings required). Options never repeat; every answer is one of
+the criterion and 4 of its distractors), finding (Yes/No), grounding (lead set /
+wave time span / measurement bin) and the decision (Yes / No / further findings
+required). Grounding is asked whether the finding is present or absent, as ERB
+does: on an absent finding each rule whose answer the signal still settles is
+asked after "To verify that this ECG does not show <criterion>, ..."
+(:func:`ecgtrace.agents.audit._surface.verify_wording`), and skipped with its
+reason where it does not (no premature beat to point at, no lead on either
+side of the threshold, ...). Options never repeat; every answer is one of
 its options. Lead questions are prepared here as entries and written over a
 whole set by :mod:`ecgtrace.agents.audit._leads` (a non-empty, preferably
 proper subset of the leads where the feature was measured, thresholds asked
@@ -12,60 +17,37 @@ only with a margin). Randomness comes only from the
 questions drawn here are provisional: :func:`ecgtrace.agents.audit._surface.balance_surface`
 re-draws them over a whole set so that their text gives nothing away.
 
-Measurement questions (bins sorted ascending, so position A is "the lowest
-bin") never offer a bin the finding just confirmed rules out (after "PR >
-200 ms: yes", no [180-200] ms). A value just past the threshold can then only
-be the first (or, for "<", the last) bin, which made "pick A" beat chance.
-Each question records its allowed answer positions in
-``provenance.params.measurement_grounding``; :func:`balance_measurement`
-places every answer over a whole set (a record's, then the final dataset's)
-so that each position holds at most ``T/n + 1`` of the ``T`` questions with
-``n`` options: most constrained questions first, each at its least-used
-allowed position (bins beyond the value are valid distractors, so a free
-question takes the window that puts its answer where the set needs it); while
-a position is still over-full, the most constrained question there (edge-only
-first) is dropped with reason ``balance_measurement_position`` in
-``grounding_skipped``. Answers (the bin that holds the value) never change.
+Measurement questions and the balance of their answer positions are
+:mod:`ecgtrace.agents.audit._bins`' (re-exported here).
 """
 
 from __future__ import annotations
 
-import math
-from collections import Counter
 from typing import Any
 
 import numpy as np
 
+from ecgtrace.agents.audit._bins import (POSITION_SLACK, SKIP_POSITION, GroundingSkipped, balance_measurement, bin_text, erb_bin_text,
+                                         finding_bound, measurement_entry, measurement_from_entry, measurement_question)
 from ecgtrace.agents.audit._leads import lead_entry
-from ecgtrace.agents.audit._surface import _pick, criterion_question, finding_question
+from ecgtrace.agents.audit._surface import LONGEST_PAIR_QUESTION, _pick, criterion_question, finding_question, verify_wording
 from ecgtrace.contracts.audit import DECISION_OPTIONS
-from ecgtrace.agents.audit.engine import MissingFeature, Path, feature_in_unit
-from ecgtrace.rubrics.diagnosis_schema import DIAGNOSE, RULE_OUT, DiagnosisGraph, GroundingRule, unit_factor
+from ecgtrace.agents.audit.engine import Path
+from ecgtrace.rubrics.diagnosis_schema import DIAGNOSE, RULE_OUT, Criterion, DiagnosisGraph, GroundingRule
+
+__all__ = ["POSITION_SLACK", "SKIP_POSITION", "GroundingSkipped", "balance_measurement", "bin_text", "build_loops", "decision_answer",
+           "erb_bin_text", "finding_bound", "measurement_entry", "measurement_from_entry", "measurement_question", "pair_question",
+           "span_text", "wave_question"]
 
 FURTHER = DECISION_OPTIONS[2]
 MIN_DECOY_GAP = 0.7  # a decoy span may overlap a correct span by at most 30 % of its length
-SKIP_POSITION = "balance_measurement_position"
-POSITION_SLACK = 1.0  # a measurement answer position may exceed its uniform share by at most this (in questions)
-
-
-class GroundingSkipped(Exception):
-    """This grounding question cannot be asked on this window (reason in args[0])."""
-
-
-def _fmt_num(x: float) -> str:
-    text = f"{round(x, 6):.6f}".rstrip("0").rstrip(".")
-    return "0" if text in ("-0", "") else text
+#: Wave targets every window has whether the finding is present or not (asked on absent findings too).
+NEUTRAL_WAVE_TARGETS = frozenset({"longest_rr", "pr_interval", "qrs_complex"})
 
 
 def span_text(a_s: float, b_s: float) -> str:
     """``[5.62s - 5.81s]`` (seconds from the recording start, as on the PNG and text assets' time axis)."""
     return f"[{a_s:.2f}s - {b_s:.2f}s]"
-
-
-def bin_text(lo: float, hi: float, unit: str) -> str:
-    """``[200-210] ms``; ``[-45 to -30] deg`` when a bound is negative."""
-    sep = " to " if lo < 0 or hi < 0 else "-"
-    return f"[{_fmt_num(lo)}{sep}{_fmt_num(hi)}] {unit}"
 
 
 def decision_answer(next_node: str) -> str:
@@ -140,16 +122,23 @@ def pair_text(first: int) -> str:
     return f"[{ordinal(first)} QRS wave - {ordinal(first + 1)} QRS wave]"
 
 
-def pair_question(rule: GroundingRule, beats: list[dict[str, Any]], rng: np.random.Generator) -> dict[str, Any]:
-    """Which consecutive QRS pair encloses the dropped beat: the RR opened by the beat marked ``opens_long_rr``.
+def pair_question(rule: GroundingRule, beats: list[dict[str, Any]], rng: np.random.Generator, present: bool = True) -> dict[str, Any]:
+    """Which consecutive QRS pair encloses the dropped beat: the RR opened by the beat marked ``opens_long_rr``;
+    with the finding absent (no beat dropped), ERB's check: the pair around the longest RR.
 
     Decoys are other consecutive pairs of the window, never one whose RR is within
     10 % of the long one (two equally long RRs would both be right).
     """
-    opens = [b for b in beats if b.get("opens_long_rr")]
-    if not opens or opens[0]["ordinal"] >= len(beats):
-        raise GroundingSkipped(f"no_wave_target:{rule.target}")
-    first = int(opens[0]["ordinal"])
+    if present:
+        opens = [b for b in beats if b.get("opens_long_rr")]
+        if not opens or opens[0]["ordinal"] >= len(beats):
+            raise GroundingSkipped(f"no_wave_target:{rule.target}")
+        first = int(opens[0]["ordinal"])
+    else:
+        rrs = [(int(b["ordinal"]) - 1, b["rr_ms"]) for b in beats[1:] if b.get("rr_ms")]
+        if not rrs:
+            raise GroundingSkipped(f"no_wave_target:{rule.target}")
+        first = max(rrs, key=lambda pair: pair[1])[0]
     long_rr = beats[first]["rr_ms"]  # the beat after the opener carries the long RR
     pool = [b["ordinal"] - 1 for b in beats[1:] if b["ordinal"] - 1 != first
             and not (long_rr and b["rr_ms"] and b["rr_ms"] >= 0.9 * long_rr)]
@@ -157,12 +146,18 @@ def pair_question(rule: GroundingRule, beats: list[dict[str, Any]], rng: np.rand
     if not picks:
         raise GroundingSkipped(f"no_wave_decoys:{rule.target}")
     options = [pair_text(k) for k in sorted([first, *picks])]
-    return {"kind": "wave", "question": _pick(rng, rule.questions), "options": options, "answer": pair_text(first), "multi": False}
+    question = _pick(rng, rule.questions) if present else LONGEST_PAIR_QUESTION
+    return {"kind": "wave", "question": question, "options": options, "answer": pair_text(first), "multi": False}
 
 
-def wave_question(rule: GroundingRule, beats: list[dict[str, Any]], t0_s: float, t1_s: float, rng: np.random.Generator) -> dict[str, Any]:
+def wave_question(rule: GroundingRule, beats: list[dict[str, Any]], t0_s: float, t1_s: float, rng: np.random.Generator,
+                  present: bool = True) -> dict[str, Any]:
+    """The time span (or QRS pair) of the rule's target among decoys. On an absent finding only targets every window
+    has are asked (:data:`NEUTRAL_WAVE_TARGETS`, and the longest-RR pair for a dropped beat)."""
     if rule.target == "dropped_beat_pair":
-        return pair_question(rule, beats, rng)
+        return pair_question(rule, beats, rng, present)
+    if not present and rule.target not in NEUTRAL_WAVE_TARGETS:
+        raise GroundingSkipped(f"no_wave_target:{rule.target}")
     correct, decoys = _wave_spans(rule.target or "", beats)
     correct = [c for c in correct if c[0] >= t0_s and c[1] <= t1_s]
     if not correct:
@@ -192,66 +187,6 @@ def wave_question(rule: GroundingRule, beats: list[dict[str, Any]], t0_s: float,
     return {"kind": "wave", "question": _pick(rng, rule.questions), "options": options, "answer": rel(answer), "multi": False}
 
 
-def finding_bound(finding: dict[str, Any], rule: GroundingRule) -> tuple[str, float] | None:
-    """``(op, threshold in the rule's unit)`` when the finding is one window-level test of the measured feature, else None."""
-    if finding.get("feature") != rule.feature or "lead" in finding or "leads" in finding or isinstance(finding.get("value"), bool):
-        return None
-    to_canonical = unit_factor(rule.feature or "", str(finding.get("unit")))
-    to_rule = unit_factor(rule.feature or "", rule.unit or "")
-    if to_canonical is None or not to_rule or finding.get("op") not in (">", ">=", "<", "<="):
-        return None
-    return str(finding["op"]), float(finding["value"]) * to_canonical / to_rule
-
-
-def measurement_entry(rule: GroundingRule, features: dict[str, Any], rng: np.random.Generator,
-                      bound: tuple[str, float] | None = None) -> dict[str, Any]:
-    """The measured bin and the answer positions allowed for one measurement rule (see :func:`measurement_question`).
-
-    ``bound`` (see :func:`finding_bound`): the finding just confirmed says the
-    value lies beyond this threshold, so a window holding a bin wholly on the
-    other side (or a negative bin for a non-negative value) is never offered.
-    ``positions`` are the answer positions of the windows that offer none
-    (the windows with fewest such bins, if none is clean); ``chosen`` is a
-    provisional uniform draw among them, re-chosen over a whole set by
-    :func:`balance_measurement`.
-    """
-    try:
-        value = feature_in_unit(features, rule.feature or "", rule.unit or "")
-    except MissingFeature as exc:
-        raise GroundingSkipped(f"feature_unavailable:{exc.feature}") from None
-    width = float(rule.bin_width or 1.0)
-    k0 = math.floor(value / width + 1e-9)
-    n = rule.n_options
-
-    def outside(k: int) -> bool:  # bin k cannot hold a value that satisfies the finding, or is negative for a non-negative value
-        if value >= 0 and k0 >= 0 and k < 0:
-            return True
-        if bound is None:
-            return False
-        op, threshold = bound
-        lo, hi = k * width, (k + 1) * width
-        return hi <= threshold if op in (">", ">=") else lo > threshold if op == "<=" else lo >= threshold
-
-    cost = {p: sum(outside(k) for k in range(k0 - p, k0 - p + n)) for p in range(n)}  # p: the answer's position
-    positions = [p for p in range(n) if cost[p] == min(cost.values())]
-    return {"question": _pick(rng, rule.questions), "k0": int(k0), "width": width, "unit": rule.unit or "", "n": int(n),
-            "positions": positions, "chosen": positions[int(rng.integers(len(positions)))], "dropped": None}
-
-
-def measurement_from_entry(entry: dict[str, Any]) -> dict[str, Any]:
-    """The question of a measurement entry with its answer at position ``entry["chosen"]``."""
-    first = entry["k0"] - entry["chosen"]
-    options = [bin_text(k * entry["width"], (k + 1) * entry["width"], entry["unit"]) for k in range(first, first + entry["n"])]
-    return {"kind": "measurement", "question": entry["question"], "options": options, "answer": options[entry["chosen"]], "multi": False}
-
-
-def measurement_question(rule: GroundingRule, features: dict[str, Any], rng: np.random.Generator,
-                         bound: tuple[str, float] | None = None) -> dict[str, Any]:
-    """The bin holding the measured value among ``n_options`` consecutive bins (answer position: a uniform draw
-    among the windows that offer no bin excluded by ``bound``; see :func:`measurement_entry`)."""
-    return measurement_from_entry(measurement_entry(rule, features, rng, bound))
-
-
 # ---------------------------------------------------------------- loops
 
 
@@ -277,23 +212,18 @@ def build_loops(graph: DiagnosisGraph, path: Path, features: dict[str, Any], bea
         criterion, _, _ = criterion_question(graph, crit, None, rng)
         finding = finding_question(crit, step.present, bool(rng.integers(2)), rng)
         grounding: list[dict[str, Any]] = []
-        if step.present:
-            for r, rule in enumerate(crit.grounding):
-                if rule.kind == "lead":
-                    try:
-                        entries.append({"loop": j, "rule": r, "criterion": step.criterion, **lead_entry(rule, features, record_leads, rng)})
-                    except ValueError as exc:
-                        skipped.append(f"{step.criterion}.lead:{exc.args[0]}")
-                    continue
+        for r, rule in enumerate(crit.grounding):
+            if rule.kind == "lead":
                 try:
-                    if rule.kind == "wave":
-                        grounding.append(wave_question(rule, beats, t0_s, t1_s, rng))
-                    else:
-                        entry = measurement_entry(rule, features, rng, finding_bound(crit.finding, rule))
-                        measures.append({"loop": j, "rule": r, "criterion": step.criterion, **entry})
-                        grounding.append(measurement_from_entry(entry))
-                except GroundingSkipped as exc:
-                    skipped.append(f"{step.criterion}.{rule.kind}:{exc.args[0]}")
+                    entries.append({"loop": j, "rule": r, "criterion": step.criterion, **lead_entry(rule, features, record_leads, rng)})
+                except ValueError as exc:
+                    skipped.append(f"{step.criterion}.lead:{exc.args[0]}")
+                continue
+            try:
+                grounding.append(_placed_question(crit, rule, step.present, features, beats, t0_s, t1_s, rng, measures,
+                                                  {"loop": j, "rule": r, "criterion": step.criterion}))
+            except GroundingSkipped as exc:
+                skipped.append(f"{step.criterion}.{rule.kind}:{exc.args[0]}")
         loops.append({
             "criterion": criterion,
             "finding": finding,
@@ -304,70 +234,18 @@ def build_loops(graph: DiagnosisGraph, path: Path, features: dict[str, Any], bea
     return loops, skipped, entries, measures
 
 
-# ---------------------------------------------------------------- answer position of measurement questions
-
-
-def _assign_positions(slots: list[tuple[dict[str, Any], list[int]]]) -> Counter:
-    """Most constrained first, each entry takes its allowed position used least so far (ties: its own seeded order)."""
-    used: Counter = Counter()
-    for entry, order in sorted(slots, key=lambda s: len(s[1])):
-        pick = min(order, key=lambda p: used[(entry["n"], p)])
-        entry["chosen"] = pick
-        used[(entry["n"], pick)] += 1
-    return used
-
-
-def balance_measurement(items: list[dict[str, Any]], rng: np.random.Generator) -> None:
-    """Place every measurement answer over ``items`` so that its position is uniform; rebuild the questions in place.
-
-    Bins are sorted ascending, so the position is also "lowest bin" / "highest
-    bin". Each entry may only use its ``positions`` (no offered bin excluded
-    by the finding). Entries are assigned most constrained first, each to its
-    allowed position used least so far among questions with as many options.
-    While a position holds more than ``T/n + POSITION_SLACK`` of the ``T``
-    kept questions with ``n`` options, the entry there with the fewest allowed
-    positions (ties: a seeded order) is dropped with reason
-    :data:`SKIP_POSITION` and the rest re-assigned, so questions that can only
-    put their answer at an edge are thinned first. Ground truth never changes.
-    """
-    refs = [(n, e) for n, item in enumerate(items) for e in range(len(item["provenance"]["params"].get("measurement_grounding", [])))]
-    refs = [refs[int(i)] for i in rng.permutation(len(refs))]
-    slots = []
-    for n, e in refs:
-        entry = items[n]["provenance"]["params"]["measurement_grounding"][e]
-        entry["dropped"] = None
-        slots.append((entry, [entry["positions"][int(i)] for i in rng.permutation(len(entry["positions"]))]))
-    while True:
-        used = _assign_positions(slots)
-        totals: Counter = Counter(entry["n"] for entry, _ in slots)
-        excess = {key: c - (totals[key[0]] / key[0] + POSITION_SLACK) for key, c in used.items()}
-        key = max(excess, key=lambda k: (excess[k], -k[0], -k[1]), default=None)
-        if key is None or excess[key] <= 0:
-            break
-        there = [k for k, (entry, _) in enumerate(slots) if entry["n"] == key[0] and entry["chosen"] == key[1]]
-        drop = min(reversed(there), key=lambda k: len(slots[k][1]))  # the most constrained; ties: last in the seeded order
-        slots[drop][0]["dropped"] = SKIP_POSITION
-        del slots[drop]
-    for item in items:
-        _rebuild_measurement(item)
-
-
-def _rebuild_measurement(item: dict[str, Any]) -> None:
-    params = item["provenance"]["params"]
-    entries = params.get("measurement_grounding", [])
-    if not entries:
-        return
-    skipped = [s for s in params.get("grounding_skipped", []) if not s.endswith(f".measurement:{SKIP_POSITION}")]
-    for entry in entries:
-        loop = item["loops"][entry["loop"]]
-        answer = bin_text(entry["k0"] * entry["width"], (entry["k0"] + 1) * entry["width"], entry["unit"])
-        at = [i for i, g in enumerate(loop["grounding"]) if g["kind"] == "measurement" and g["question"] == entry["question"] and g["answer"] == answer]
-        if entry["dropped"]:
-            skipped.append(f"{entry['criterion']}.measurement:{entry['dropped']}")
-            if at:
-                del loop["grounding"][at[0]]
-        elif at:
-            loop["grounding"][at[0]] = measurement_from_entry(entry)
-        else:
-            loop["grounding"].append(measurement_from_entry(entry))
-    params["grounding_skipped"] = skipped
+def _placed_question(crit: Criterion, rule: GroundingRule, present: bool, features: dict[str, Any], beats: list[dict[str, Any]],
+                     t0_s: float, t1_s: float, rng: np.random.Generator, measures: list[dict[str, Any]], where: dict[str, Any]) -> dict[str, Any]:
+    """One wave or measurement question of a loop (a measurement's entry is added to ``measures``); on an absent
+    finding it is asked as a check ("To verify that this ECG does not show ...")."""
+    if rule.kind == "wave":
+        question = wave_question(rule, beats, t0_s, t1_s, rng, present)
+    else:
+        entry = measurement_entry(rule, features, rng, finding_bound(crit.finding, rule, present))
+        if not present:
+            entry["question"] = verify_wording(crit, entry["question"])
+        measures.append({**where, **entry})
+        return measurement_from_entry(entry)
+    if not present:
+        question["question"] = verify_wording(crit, question["question"])
+    return question

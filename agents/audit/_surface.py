@@ -145,6 +145,21 @@ def criterion_question(graph: DiagnosisGraph, crit: Criterion, k: int | None, rn
     return {"question": question, "options": options, "answer": answer}, k, cue_deltas(question, options, answer)
 
 
+#: ERB's question on an absent dropped beat: the pair around the longest RR.
+LONGEST_PAIR_QUESTION = "Between which pair of consecutive QRS complexes is the RR interval the longest?"
+
+
+def _lower_first(text: str) -> str:
+    """``"What is ..."`` -> ``"what is ..."``; words that are acronyms or single letters (``"PR"``, ``"P wave"``) keep their case."""
+    return text[0].lower() + text[1:] if len(text) > 1 and text[0].isupper() and text[1].islower() else text
+
+
+def verify_wording(crit: Criterion, question: str) -> str:
+    """A grounding question asked on an absent finding, as ERB asks it:
+    ``To verify that this ECG does not show <criterion>, <question>``."""
+    return f"To verify that this ECG does not show {_lower_first(crit.text)}, {_lower_first(question)}"
+
+
 def finding_question(crit: Criterion, present: bool, negated: bool, rng: np.random.Generator) -> dict[str, Any]:
     """Yes/No finding question; ``negated`` asks the complement (Yes = finding absent)."""
     if negated and not crit.negated_questions:

@@ -13,7 +13,9 @@ For each record and each diagnosis graph (``rubrics/diagnoses/*.yaml``):
    when the label agrees with the graph decision (ECG-Reasoning-Benchmark
    protocol); every dropped window is counted with its reason;
 5. balance positives and negatives, write the questions
-   (:mod:`ecgtrace.agents.audit._questions`) as :class:`AuditItem` lines, and
+   (:mod:`ecgtrace.agents.audit._questions`; grounding is asked on absent
+   findings too, as ERB's "To verify that ..." checks, wherever the signal
+   settles the answer) as :class:`AuditItem` lines, and
    balance their surface over the set (:mod:`ecgtrace.agents.audit._surface`:
    the correct criterion is not the longest option, finding answers are half
    Yes, half No), so that the answers cannot be read off the question text;
@@ -54,7 +56,7 @@ from ecgtrace.rubrics.diagnosis_schema import DiagnosisGraph, load_diagnoses
 from ecgtrace.tools.record_source import record_info
 from ecgtrace.tools.records import RecordInfo, open_record, read_window
 
-BUILDER_VERSION = "4"
+BUILDER_VERSION = "5"
 METHOD = "ecgtrace.agents.audit_builder"
 KNOWN_DBS = ("mitdb", "ltafdb", "qtdb", "ludb", "ptbxl", "cinc2021_12lead", "vfdb", "cpsc2021", "svdb", "nsr2db")
 
@@ -392,5 +394,9 @@ def write_audit_dataset(
         "failed_records": failed,
         "provenance": {"source": "computed", "method": METHOD, "version": BUILDER_VERSION, "params": {"max_per_diagnosis": max_per_diagnosis, "diagnoses": diagnoses}},
     }
+    if render_assets:
+        from ecgtrace.agents.exam.text_sizes import text_token_table
+
+        summary["text_tokens"] = text_token_table(items, out, has_text=lambda it: bool((it.get("assets") or {}).get("text")))
     write_json_atomic(out / "audit_summary.json", {**summary, "path": path.name})  # relative: the folder may move
     return summary

@@ -6,14 +6,20 @@ which stores ready-made messages in ``qa.jsonl``.
 
 * :func:`option_lines` is the one formatter of lettered options (``A. Yes``);
   :func:`closed_prompt`, :func:`question_prompt` and :func:`dataset_prompt`
-  lay a question out around it.
+  lay a question out around it (ERB's layout and the audit's prompt styles
+  are in :mod:`ecgtrace.agents.exam.prompt_styles`).
 * :func:`resolve_asset` is the one way an asset path becomes a file: relative to
   the dataset folder, and refused when the resolved path leaves it.
 * :func:`check_modality` refuses, before any model call, an item that cannot be
   shown in a modality (``image``, ``text``, ``both``).
 * :func:`build_messages` turns an item (audit or QA) plus its assets into chat
-  messages for a modality; :func:`request_messages` is its core, for callers
+  messages for a modality (a QA item's own stored messages win:
+  :mod:`ecgtrace.agents.exam.own_messages`); :func:`request_messages` is its core, for callers
   that hold file paths rather than an item (the dataset writer).
+* The ECG as text is written in the run's text encoding
+  (:class:`ecgtrace.tools.text_encodings.TextEncoding`: raw samples, downsampled,
+  compact integers or a measured summary), re-encoded from the item's raw text
+  asset (:func:`signal_text`), so the text shows the very window the image shows.
 
 How a request is laid out differs between the three callers; those differences
 are data (:class:`Layout`, the three instances below side by side), kept so that
@@ -24,20 +30,19 @@ cached by path, size and modification time; it never enters graph state.
 
 from __future__ import annotations
 
-import base64
-import copy
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from ecgtrace.agents.exam import parsing
+from ecgtrace.agents.exam.asset_files import asset_text, image_data_uri, resolve_asset, shown_files, signal_text
+from ecgtrace.agents.exam.own_messages import own_messages
 from ecgtrace.contracts.audit import AuditItem
 from ecgtrace.contracts.datasets import DATASET_KINDS, kind_of_item
 from ecgtrace.contracts.qa import QAItem
 from ecgtrace.contracts.vocabulary import EXAM_MODALITIES, assets_needed
-from ecgtrace.errors import DatasetFormatError, EcgTraceError, QAFormatError
-from ecgtrace.jsonio import safe_join
+from ecgtrace.errors import DatasetFormatError, EcgTraceError
+from ecgtrace.tools.text_encodings import RAW, TextEncoding
 
 LETTERS = parsing.LETTERS  # the letters the parser reads back
 SINGLE_HINT = "Answer with the letter of one option."
@@ -53,6 +58,10 @@ OPEN_HINTS: dict[str, str] = {
 PROMPT_KEEP_CHARS = 4000
 
 ExamItem = AuditItem | QAItem
+#: Re-exported: the asset resolver and readers live in :mod:`ecgtrace.agents.exam.asset_files`.
+__all__ = ["AUDIT", "DATASET", "QA", "Layout", "asset_text", "build_messages", "check_modality", "closed_prompt", "dataset_messages",
+           "dataset_prompt", "ecg_content", "ecg_intro", "ecg_parts", "exam_item", "image_data_uri", "lettered_answer", "option_lines",
+           "own_messages", "prompt_record", "question_prompt", "request_messages", "resolve_asset", "shown_files", "signal_text"]
 
 
 # ------------------------------------------------------------------ prompts
@@ -89,6 +98,7 @@ def lettered_answer(options: list[str], answer: str | list[str]) -> str:
     return ", ".join(f"{LETTERS[options.index(a)]}. {a}" for a in answers)
 
 
+
 # ------------------------------------------------------------------ items and assets
 
 def exam_item(item: ExamItem | dict[str, Any]) -> ExamItem:
@@ -101,23 +111,6 @@ def exam_item(item: ExamItem | dict[str, Any]) -> ExamItem:
 
 def _error(item: ExamItem) -> type[DatasetFormatError]:
     return DATASET_KINDS["audit" if isinstance(item, AuditItem) else "qa"][2]
-
-
-def shown_files(item: ExamItem) -> tuple[str, dict[str, list[str]]]:
-    """``(field, {"text": [paths], "image": [paths]})``: the files that show an item, relative to its dataset folder."""
-    if isinstance(item, AuditItem):
-        assets = item.assets
-        return "assets", {"text": [assets.text] if assets.text else [], "image": [assets.image] if assets.image else []}
-    mods = item.modalities
-    return "modalities", {"text": [mods.text] if mods.text else [], "image": list(mods.image)}
-
-
-def resolve_asset(base_dir: str | Path, rel: str, error: type[EcgTraceError] = DatasetFormatError) -> Path:
-    """The file an asset path names, relative to the dataset folder ``base_dir``; refused when it leaves that folder."""
-    try:
-        return safe_join(base_dir, rel)
-    except EcgTraceError:
-        raise error(f"asset {rel!r} resolves outside the dataset folder {base_dir}") from None
 
 
 def check_modality(item: ExamItem | dict[str, Any], base_dir: str | Path, modality: str) -> None:
@@ -159,29 +152,6 @@ def _check_message_files(item: QAItem, base_dir: str | Path, messages: list[Any]
         resolve_asset(base_dir, rel, error)
 
 
-@lru_cache(maxsize=64)
-def _data_uri(path: str, mtime_ns: int, size: int) -> str:
-    mime = "image/png" if path.lower().endswith(".png") else "image/jpeg"
-    return f"data:{mime};base64,{base64.b64encode(Path(path).read_bytes()).decode('ascii')}"
-
-
-@lru_cache(maxsize=64)
-def _text(path: str, mtime_ns: int, size: int) -> str:
-    return Path(path).read_text(encoding="utf-8")
-
-
-def image_data_uri(path: Path) -> str:
-    """A PNG/JPEG file as a data URI (cached: items share display windows; a rewritten file is read again)."""
-    stat = path.stat()
-    return _data_uri(str(path), stat.st_mtime_ns, stat.st_size)
-
-
-def asset_text(path: Path) -> str:
-    """A text asset's content (cached like :func:`image_data_uri`)."""
-    stat = path.stat()
-    return _text(str(path), stat.st_mtime_ns, stat.st_size)
-
-
 def ecg_intro(record: Any, window: Any) -> str:
     """``ECG record 100 from 5 s to 15 s, leads MLII, V1, sampled at 360 Hz.``"""
     rec = record.to_json() if hasattr(record, "to_json") else (record or {})
@@ -205,6 +175,8 @@ class Layout:
         prompt_first: the question comes before the ECG (stored datasets) instead of after it.
         inline_images: images as data URIs (sent now) or as their relative paths (stored, inlined when sent).
         text_as_string: a first message that is all text becomes one string (content parts cost the SDK ~3x more CPU).
+        paper_note: when images are shown, the system prompt also says what the ECG paper's squares mean
+            (:data:`ecgtrace.tools.render.PAPER_NOTE`: a large square is 0.2 s x 0.5 mV).
     """
 
     system_prompt: str | None
@@ -214,6 +186,7 @@ class Layout:
     prompt_first: bool = False
     inline_images: bool = True
     text_as_string: bool = False
+    paper_note: bool = False
 
 
 #: The reasoning audit: a conversation; the ECG rides on the first user message.
@@ -221,7 +194,7 @@ AUDIT = Layout(
     system_prompt=("You are a cardiologist reading an electrocardiogram (ECG). You will be asked a series of "
                    "multiple-choice questions about the ECG shown in the first message. Answer each question with "
                    "the letter of your choice followed by the option text, for example 'B. No'."),
-    signal_joins="\n", text_as_string=True)
+    signal_joins="\n", text_as_string=True, paper_note=True)
 #: QA items without messages of their own: one request per item.
 QA = Layout(system_prompt=("You are a cardiologist reading a Holter electrocardiogram (ECG). Answer the question about the ECG "
                            "shown in this message. Times are in milliseconds from the recording start unless stated otherwise."))
@@ -231,15 +204,17 @@ DATASET = Layout(system_prompt=None, intro=False, signal_label="ECG signal (text
 
 
 def ecg_parts(layout: Layout, base_dir: str | Path, modality: str, *, texts: list[str], images: list[str], intro: str | None,
-              lead: str | None = None) -> list[dict[str, Any]]:
+              lead: str | None = None, encoding: TextEncoding = RAW) -> list[dict[str, Any]]:
     """OpenAI content parts that show the ECG in ``modality``.
 
     Args:
         texts, images: asset paths relative to ``base_dir`` (read only when ``modality`` shows them).
         intro: the ECG intro line (used when the layout has one).
         lead: text that comes before the ECG (the question, in ``prompt_first`` layouts).
+        encoding: how the signal text is written (:func:`signal_text`).
     """
-    signals = [f"{layout.signal_label}\n{asset_text(resolve_asset(base_dir, rel))}" for rel in texts] if modality in ("text", "both") else []
+    signals = ([f"{layout.signal_label}\n{signal_text(resolve_asset(base_dir, rel), encoding)}" for rel in texts]
+               if modality in ("text", "both") else [])
     head = [lead] if lead is not None else []
     if layout.intro and intro is not None:
         head.append(intro)
@@ -253,7 +228,8 @@ def ecg_parts(layout: Layout, base_dir: str | Path, modality: str, *, texts: lis
 
 
 def request_messages(layout: Layout, base_dir: str | Path, modality: str, *, texts: list[str], images: list[str],
-                     intro: str | None, prompt: str, history: list[dict[str, Any]] | tuple = ()) -> list[dict[str, Any]]:
+                     intro: str | None, prompt: str, history: list[dict[str, Any]] | tuple = (),
+                     encoding: TextEncoding = RAW) -> list[dict[str, Any]]:
     """Chat messages: [system], the first user message (ECG + first question), the text history, this question.
 
     ``texts``, ``images`` and ``intro`` are as for :func:`ecg_parts`; ``prompt`` is
@@ -262,98 +238,47 @@ def request_messages(layout: Layout, base_dir: str | Path, modality: str, *, tex
     """
     turns = [*history, {"role": "user", "content": prompt}]
     first = str(turns[0]["content"])
-    parts = ecg_parts(layout, base_dir, modality, texts=texts, images=images, intro=intro, lead=first if layout.prompt_first else None)
+    parts = ecg_parts(layout, base_dir, modality, texts=texts, images=images, intro=intro, lead=first if layout.prompt_first else None,
+                      encoding=encoding)
     if not layout.prompt_first:
         parts.append({"type": "text", "text": first})
     content: Any = parts
     if layout.text_as_string and all(p["type"] == "text" for p in parts):
         content = "\n\n".join(p["text"] for p in parts)
-    messages = [{"role": "system", "content": layout.system_prompt}] if layout.system_prompt else []
+    system = layout.system_prompt
+    if system and layout.paper_note and images and modality in ("image", "both"):
+        from ecgtrace.tools.render import PAPER_NOTE
+
+        system = f"{system} {PAPER_NOTE}"
+    messages = [{"role": "system", "content": system}] if system else []
     return [*messages, {"role": "user", "content": content}, *turns[1:]]
 
 
-def ecg_content(item: ExamItem | dict[str, Any], base_dir: str | Path, modality: str, *, layout: Layout) -> list[dict[str, Any]]:
+def ecg_content(item: ExamItem | dict[str, Any], base_dir: str | Path, modality: str, *, layout: Layout,
+                encoding: TextEncoding = RAW) -> list[dict[str, Any]]:
     """The content parts that show ``item``'s ECG in ``layout`` (the first user message without its question)."""
     it = exam_item(item)
     _, files = shown_files(it)
-    return ecg_parts(layout, base_dir, modality, texts=files["text"], images=files["image"], intro=ecg_intro(it.record, it.window))
+    return ecg_parts(layout, base_dir, modality, texts=files["text"], images=files["image"], intro=ecg_intro(it.record, it.window),
+                     encoding=encoding)
 
 
 def build_messages(item: ExamItem | dict[str, Any], base_dir: str | Path, modality: str, *, layout: Layout, prompt: str,
-                   history: list[dict[str, Any]] | tuple = ()) -> list[dict[str, Any]]:
+                   history: list[dict[str, Any]] | tuple = (), encoding: TextEncoding = RAW) -> list[dict[str, Any]]:
     """OpenAI chat messages that show ``item`` in ``modality`` and ask ``prompt``.
 
-    A QA item's own ``messages`` win (:func:`own_messages`); otherwise the
-    request is built from the item's asset files in ``layout``.
+    A QA item's own ``messages`` win (:func:`ecgtrace.agents.exam.own_messages.own_messages`); otherwise the
+    request is built from the item's asset files in ``layout``. ``encoding``
+    says how the signal text is written (raw: the asset as it is).
     """
     it = exam_item(item)
     if isinstance(it, QAItem):
-        own = own_messages(it, base_dir, modality)
+        own = own_messages(it, base_dir, modality, encoding)
         if own is not None:
             return own
     _, files = shown_files(it)
     return request_messages(layout, base_dir, modality, texts=files["text"], images=files["image"],
-                            intro=ecg_intro(it.record, it.window), prompt=prompt, history=history)
-
-
-def own_messages(item: QAItem, base_dir: str | Path, modality: str) -> list[dict[str, Any]] | None:
-    """The messages a QA item carries, for ``modality``; None when it carries none for it.
-
-    A dict keyed by modality (``{"text": [...], "image": [...]}``, as the
-    dataset writes it; ``both`` = the text messages plus the image parts), or a
-    list (image parts dropped for ``text``; the part holding the item's signal
-    text asset dropped for ``image``). Image URLs that are paths relative to the
-    dataset folder become data URIs. The item is never modified.
-    """
-    own = item.messages
-    if isinstance(own, dict) and (own.get(modality) or (modality == "both" and own.get("text") and own.get("image"))):
-        if modality != "both":
-            return _inline_images(copy.deepcopy(own[modality]), base_dir)
-        chosen = copy.deepcopy(own["text"])
-        images = [p for m in own["image"] if isinstance(m.get("content"), list) for p in m["content"] if p.get("type") == "image_url"]
-        last = next(m for m in reversed(chosen) if m.get("role") == "user")
-        if isinstance(last["content"], str):
-            last["content"] = [{"type": "text", "text": last["content"]}]
-        last["content"] = [*last["content"], *copy.deepcopy(images)]
-        return _inline_images(chosen, base_dir)
-    if isinstance(own, list) and own:
-        return _inline_images(_only_shown(copy.deepcopy(own), modality, _signal_texts(item, base_dir)), base_dir)
-    return None
-
-
-def _signal_texts(item: QAItem, base_dir: str | Path) -> list[str]:
-    """The item's signal text assets that exist: what marks a signal part in its own messages."""
-    paths = [resolve_asset(base_dir, rel) for rel in shown_files(item)[1]["text"]]
-    return [text for text in (asset_text(p) for p in paths if p.is_file()) if text.strip()]
-
-
-def _only_shown(messages: list[dict[str, Any]], modality: str, signals: list[str]) -> list[dict[str, Any]]:
-    for message in messages:
-        content = message.get("content")
-        if not isinstance(content, list):
-            continue
-        kept = []
-        for part in content:
-            is_image = isinstance(part, dict) and part.get("type") == "image_url"
-            is_signal = isinstance(part, dict) and part.get("type") == "text" and any(s in str(part.get("text", "")) for s in signals)
-            if not ((modality == "text" and is_image) or (modality == "image" and is_signal)):
-                kept.append(part)
-        message["content"] = kept
-    return messages
-
-
-def _inline_images(messages: list[dict[str, Any]], base_dir: str | Path) -> list[dict[str, Any]]:
-    """Image parts whose URL is a path relative to the dataset folder become data URIs (the dataset writes paths)."""
-    for message in messages:
-        content = message.get("content")
-        for part in content if isinstance(content, list) else []:
-            url = (part.get("image_url") or {}).get("url") if isinstance(part, dict) and part.get("type") == "image_url" else None
-            if isinstance(url, str) and not url.startswith(("data:", "http://", "https://")):
-                path = resolve_asset(base_dir, url, QAFormatError)
-                if not path.is_file():
-                    raise QAFormatError(f"image {url!r} of a QA item not found under {base_dir}")
-                part["image_url"] = {**part["image_url"], "url": image_data_uri(path)}
-    return messages
+                            intro=ecg_intro(it.record, it.window), prompt=prompt, history=history, encoding=encoding)
 
 
 def dataset_messages(row: dict[str, Any], out_dir: str | Path, context_text: str | None = None) -> dict[str, Any]:

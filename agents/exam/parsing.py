@@ -20,11 +20,14 @@ A token resolves to an option by exact option text first (case-sensitive,
 then case-insensitive, ignoring surrounding punctuation), then by option
 letter (A = first option). Text wins over letters so that a lead named ``I``
 is never read as the ninth option; examinees that answer with option text are
-therefore never ambiguous.
+therefore never ambiguous. With ``letters=False`` (questions shown without
+letters, ERB's style) a letter is not an answer: a bare ``"E"`` is not read as
+the fifth option, as ERB's own scorer counts it wrong.
 """
 
 from __future__ import annotations
 
+import contextvars
 import json
 import re
 import string
@@ -33,6 +36,8 @@ from dataclasses import dataclass
 from typing import Any
 
 LETTERS = string.ascii_uppercase
+#: Whether the parse under way reads option letters (set by :func:`parse_answer` for its call only).
+_READ_LETTERS: contextvars.ContextVar[bool] = contextvars.ContextVar("read_letters", default=True)
 
 
 @dataclass(frozen=True)
@@ -76,7 +81,7 @@ def _resolve_token(token: str, options: list[str]) -> str | None:
         if candidate in lowered:
             return lowered[candidate]
     # "B) No", "(B) No", "B. No", "B" -> letter; any text after it must be that option's text
-    match = _LETTER_PREFIX.match(raw.strip("*` "))
+    match = _LETTER_PREFIX.match(raw.strip("*` ")) if _READ_LETTERS.get() else None
     if match:
         letter = match.group(1).upper()
         index = LETTERS.find(letter)
@@ -96,7 +101,7 @@ def _resolve_token(token: str, options: list[str]) -> str | None:
 
 def _contradiction(text: str, options: list[str]) -> str | None:
     """'A. No' names option A by letter and option B by text: report it instead of guessing."""
-    match = _LETTER_PREFIX.match(text.strip("*` "))
+    match = _LETTER_PREFIX.match(text.strip("*` ")) if _READ_LETTERS.get() else None
     if not match or match.group(1) != match.group(1).upper():
         return None
     index = LETTERS.find(match.group(1))
@@ -183,18 +188,22 @@ def _mentioned(text: str, options: list[str], multi: bool) -> str | list[str] | 
     return next(iter(hits)) if len(hits) == 1 else None
 
 
-def parse_answer(text: Any, options: list[str], multi: bool = False) -> ParseResult:
+def parse_answer(text: Any, options: list[str], multi: bool = False, *, letters: bool = True) -> ParseResult:
     """Read the option(s) a model chose; never raises.
 
     Args:
         text: the model's reply (anything; non-strings are recorded as unparseable).
         options: the option texts in the order they were shown (A, B, C, …).
         multi: True for multi-select questions (answer is a list, scored as a set).
+        letters: the options were shown lettered, so a letter names one (False: only option texts count).
     """
+    token = _READ_LETTERS.set(bool(letters))
     try:
         return _parse(text, list(options), multi)
     except Exception as exc:  # pragma: no cover - defensive: model text must never crash a run
         return ParseResult(None, False, f"parser error: {type(exc).__name__}: {exc}", "error")
+    finally:
+        _READ_LETTERS.reset(token)
 
 
 def strip_thinking(text: str) -> str:

@@ -62,6 +62,12 @@ def summarize_qa(samples: list[dict[str, Any]]) -> dict[str, Any]:
             "per_finding": {f: _summary_block(by_finding[f]) for f in sorted(by_finding)}}
 
 
+def headline_qa(rows: list[dict[str, Any]]) -> dict[str, float | None]:
+    """The metrics one epoch of a QA run is summed up by (``results["epochs"]``): closed accuracy and mean score."""
+    block = _summary_block(sorted(rows, key=lambda s: s["id"]))
+    return {"closed_accuracy": block["closed_accuracy"]["value"], "mean_score": block["mean_score"]["value"]}
+
+
 def write_qa_results(run: Any, items: list[dict[str, Any]]) -> dict[str, Any]:
     """Metrics over the finished samples of ``items``, written atomically to results.json."""
     wanted = {it["id"] for it in items}

@@ -15,8 +15,8 @@ loop (:mod:`ecgtrace.agents.exam.run_loop`). The run folder is a
 :mod:`ecgtrace.runlog` folder of kind ``qa``; a ``samples.jsonl`` line is a
 :class:`ecgtrace.contracts.QASample`::
 
-    {"id", "kind": "qa", "task", "template_id", "answer_type", "family", "finding", "split",
-     "score" (0-100), "correct" (bool | null),
+    {"id", "kind": "qa", "epoch", "task", "template_id", "answer_type", "family", "finding", "split",
+     "score" (0-100), "correct" (bool | null), "skipped": null | {"kind", "reason", "prompt_tokens", "budget_tokens", "text_encoding"},
      "turns": [TurnRow: {"index": 0, "stage": <task>, "kind": <family>, "asked": true, "prompt", "raw", "reasoning",
                          "parsed", "parse_ok", "parse_reason", "answer", "correct", "score", "details",
                          "latency_ms", "tokens", "error", "attempts", "meta"}],
@@ -27,21 +27,25 @@ loop (:mod:`ecgtrace.agents.exam.run_loop`). The run folder is a
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ecgtrace.agents.exam import messages
+from ecgtrace.agents.exam.budget import PromptBudget, estimate_request_tokens, skip_record
 from ecgtrace.agents.exam.examinees import Examinee, Reply
 from ecgtrace.agents.exam.messages import check_modality, prompt_record
 from ecgtrace.agents.exam.qa_scoring import SCORING_VERSION, family, score_answer, tolerance_ms
-from ecgtrace.agents.exam.run_loop import examine, worker_count, write_results
-from ecgtrace.agents.exam.turns import answered_row, turn_spec
+from ecgtrace.agents.exam.run_control import SHUFFLE_VERSION, shuffled_options
+from ecgtrace.agents.exam.run_loop import EpochUnit, epoch_units, examine, worker_count, write_exam_results
+from ecgtrace.agents.exam.turns import answered_row, turn_spec, unasked_row
 from ecgtrace.contracts.datasets import ItemSet, load_items
 from ecgtrace.contracts.qa import QAItem
-from ecgtrace.contracts.runs import QASample
+from ecgtrace.contracts.runs import QASample, sample_key
 from ecgtrace.errors import EcgTraceError, QAFormatError
 from ecgtrace.redact import redact
+from ecgtrace.tools.text_encodings import RAW, EncodingError, TextEncoding
 
 #: Part of a run's identity: bump when prompts change.
 QA_PROMPT_VERSION = "1"
@@ -81,10 +85,30 @@ def question_text(item: QAItem | dict[str, Any]) -> str:
     return messages.question_prompt(it.question, it.options, answer_type=it.answer_type)
 
 
-def build_messages(item: QAItem | dict[str, Any], base_dir: str | Path, modality: str) -> list[dict[str, Any]]:
+def build_messages(item: QAItem | dict[str, Any], base_dir: str | Path, modality: str, encoding: TextEncoding = RAW) -> list[dict[str, Any]]:
     """OpenAI chat messages for one item: its own messages, else built from its asset files (QA layout)."""
     it = as_qa_item(item)
-    return messages.build_messages(it, base_dir, modality, layout=messages.QA, prompt=question_text(it))
+    return messages.build_messages(it, base_dir, modality, layout=messages.QA, prompt=question_text(it), encoding=encoding)
+
+
+def shown_item(item: QAItem | dict[str, Any], *, seed: int, epoch: int) -> QAItem:
+    """The item as asked in ``epoch``: a closed item's options in that epoch's order (:func:`shuffled_options`).
+
+    Stored messages hold the options in the dataset's order; in a later epoch
+    the options block they hold (:func:`ecgtrace.agents.exam.messages.dataset_prompt`)
+    is rewritten in the shown order, or, when they hold none, the item is asked
+    from its assets instead.
+    """
+    it = as_qa_item(item)
+    if not epoch or not it.options:
+        return it
+    options = shuffled_options(it.options, seed=seed, sample_id=it.id, epoch=epoch)
+    old, new = messages.dataset_prompt(it.question, it.options), messages.dataset_prompt(it.question, options)
+    own = it.to_json()["messages"]
+    if own is not None:
+        text = json.dumps(own)
+        own = json.loads(text.replace(json.dumps(old)[1:-1], json.dumps(new)[1:-1])) if json.dumps(old)[1:-1] in text else None
+    return it.model_copy(update={"options": options, "messages": own})
 
 
 # ------------------------------------------------------------------ one sample
@@ -119,21 +143,44 @@ async def _verdict(judge: Examinee | None, rubrics: dict[str, Any] | None, data:
 
 async def run_one(item: QAItem | dict[str, Any], base_dir: str | Path, examinee: Examinee, modality: str, *,
                   judge: Examinee | None = None, rubrics: dict[str, Any] | None = None,
-                  ask_human: Callable[[dict[str, Any]], str] | None = None) -> dict[str, Any]:
-    """Ask, score and (optionally) judge one item; returns its samples.jsonl row (:class:`QASample` JSON)."""
-    it = as_qa_item(item)
+                  ask_human: Callable[[dict[str, Any]], str] | None = None, encoding: TextEncoding = RAW,
+                  budget: PromptBudget | None = None, epoch: int = 0, seed: int = 0) -> dict[str, Any]:
+    """Ask, score and (optionally) judge one item; returns its samples.jsonl row (:class:`QASample` JSON).
+
+    An item whose ECG cannot be written in ``encoding``, or whose request would
+    not fit ``budget``, is not asked: its row says why (``skipped``).
+    """
+    it = shown_item(item, seed=seed, epoch=epoch)
     data = it.to_json()
     turn = make_turn(it)
-    request = build_messages(it, base_dir, modality)
+    try:
+        request = build_messages(it, base_dir, modality, encoding)
+    except EncodingError as exc:
+        return _skipped_row(it, data, turn, epoch, skip_record("encoding", str(exc), text_encoding=encoding.to_json()))
+    if budget is not None:
+        tokens = estimate_request_tokens(request)
+        if not budget.fits(tokens):
+            return _skipped_row(it, data, turn, epoch, skip_record("token_budget", budget.reason(tokens, "the request"), prompt_tokens=tokens,
+                                                                   budget=budget, text_encoding=encoding.to_json()))
     reply = await ask(examinee, request, turn, ask_human)
     scored = score_answer(data, reply.raw, error=reply.error)
     verdict = await _verdict(judge, rubrics, data, reply, scored)
     row = answered_row(turn, prompt_record(request), reply, parsed=scored["parsed"], parse_ok=scored["parse_ok"],
                        parse_reason=scored["parse_reason"], correct=scored["correct"], score=scored["score"], details=scored["details"])
-    shown = {k: data.get(k) for k in ("question", "options", "record", "window", "evidence", "modalities")}
-    return QASample(id=it.id, task=it.task, template_id=it.template_id, answer_type=it.answer_type, family=scored["family"],
-                    finding=it.finding, split=it.split, score=scored["score"], correct=scored["correct"], turns=[row],
-                    judge=verdict, item={**shown, "tolerance_ms": tolerance_ms(data)}).to_json()
+    return QASample(id=sample_key(it.id, epoch), epoch=epoch, task=it.task, template_id=it.template_id, answer_type=it.answer_type,
+                    family=scored["family"], finding=it.finding, split=it.split, score=scored["score"], correct=scored["correct"],
+                    turns=[row], judge=verdict, item=_shown(data)).to_json()
+
+
+def _shown(data: dict[str, Any]) -> dict[str, Any]:
+    return {**{k: data.get(k) for k in ("question", "options", "record", "window", "evidence", "modalities")}, "tolerance_ms": tolerance_ms(data)}
+
+
+def _skipped_row(it: QAItem, data: dict[str, Any], turn: dict[str, Any], epoch: int, skipped: dict[str, Any]) -> dict[str, Any]:
+    """The row of an item that was not asked (score 0, ``correct`` None; metrics leave it out)."""
+    return QASample(id=sample_key(it.id, epoch), epoch=epoch, task=it.task, template_id=it.template_id, answer_type=it.answer_type,
+                    family=family(data), finding=it.finding, split=it.split, score=0.0, correct=None, turns=[unasked_row(turn)],
+                    item=_shown(data), skipped=skipped).to_json()
 
 
 # ------------------------------------------------------------------ a run
@@ -141,34 +188,54 @@ async def run_one(item: QAItem | dict[str, Any], base_dir: str | Path, examinee:
 async def run_qa(qa: ItemSet, run: Any, examinee: Examinee, *, modality: str = "text", concurrency: int = 8, limit: int | None = None,
                  judge: Examinee | None = None, rubrics: dict[str, Any] | None = None,
                  on_sample: Callable[[dict[str, Any]], None] | None = None,
-                 ask_human: Callable[[dict[str, Any]], str] | None = None, skip_ids: set[str] | None = None) -> dict[str, Any]:
+                 ask_human: Callable[[dict[str, Any]], str] | None = None, skip_ids: set[str] | None = None,
+                 items: list[Any] | None = None, encoding: TextEncoding = RAW, budget: PromptBudget | None = None,
+                 epochs: int = 1, seed: int = 0, pricing: dict[str, dict[str, float]] | None = None) -> dict[str, Any]:
     """Run (or resume) the QA evaluation; returns the results written to ``results.json``.
 
-    ``skip_ids``: items left out (e.g. those that cannot be shown in the modality).
+    Args:
+        items: the items to ask (default: every item of ``qa``; see
+            :func:`ecgtrace.agents.exam.run_control.select_items`); ``limit`` keeps the first N of them.
+        skip_ids: items left out (e.g. those that cannot be shown in the modality).
+        encoding: how the ECG is written as text; budget: the prompt token budget (None: no check).
+        epochs: times each item is asked (options shuffled from epoch 1 on, seeded by ``seed``).
+        pricing: USD per 1M tokens by model name, for the cost in ``results["usage"]``.
     """
-    from ecgtrace.agents.exam.qa_results import summarize_qa
+    from ecgtrace.agents.exam.qa_results import headline_qa, summarize_qa
 
-    chosen = [as_qa_item(it) for it in (qa.items[:limit] if limit else qa.items)]
-    items = [it for it in chosen if it.id not in (skip_ids or set())]
+    pool = list(items) if items is not None else list(qa.items)
+    chosen = [as_qa_item(it) for it in (pool[:limit] if limit else pool)]
+    selected = [it for it in chosen if it.id not in (skip_ids or set())]
 
-    async def examine_one(item: QAItem) -> dict[str, Any]:
-        return await run_one(item, qa.base_dir, examinee, modality, judge=judge, rubrics=rubrics, ask_human=ask_human)
+    async def examine_one(unit: EpochUnit[QAItem]) -> dict[str, Any]:
+        return await run_one(unit.item, qa.base_dir, examinee, modality, judge=judge, rubrics=rubrics, ask_human=ask_human,
+                             encoding=encoding, budget=budget, epoch=unit.epoch, seed=seed)
 
-    await examine(run, items, examine_one, workers=worker_count(examinee, concurrency), on_sample=on_sample)
-    return write_results(run, items, summarize_qa, kind="qa")
+    await examine(run, epoch_units(selected, epochs), examine_one, workers=worker_count(examinee, concurrency), on_sample=on_sample)
+    models = {"examinee": (run.header.get("identity") or {}).get("model") or getattr(examinee, "name", None),
+              "judge": getattr(judge, "name", None) if judge is not None else None}
+    return write_exam_results(run, selected, summarize_qa, kind="qa", epochs=epochs, headline=headline_qa, models=models, pricing=pricing,
+                         budget=budget.to_json() if budget else None)
 
 
-def identity_for(qa: ItemSet, *, model: str, modality: str, seed: int, limit: int | None, max_tokens: int | None,
-                 judge: str | None, temperature: float | None = None) -> dict[str, Any]:
-    """What decides a QA run's results (a rerun with anything else is refused).
+def identity_for(qa: ItemSet, *, model: str, modality: str, seed: int, limit: int | None = None, max_tokens: int | None,
+                 judge: str | None, temperature: float | None = None, text_encoding: TextEncoding | None = None) -> dict[str, Any]:
+    """What decides a QA run's per-sample results (a rerun with anything else is refused).
 
-    ``temperature`` enters only when set, so runs made before it was an option keep their identity.
+    Which items are asked (``--limit``, ``--sample-id``) and how often
+    (``--epochs``) are not in it: a run folder grows. ``limit`` is accepted for
+    older callers and ignored. ``temperature`` enters only when set, so runs
+    made before it was an option keep their identity; ``text_encoding`` is
+    recorded for the modalities that show text (:func:`ecgtrace.runlog.comparable_identity`
+    reads its absence in older runs as raw).
     """
     from ecgtrace.agents.exam.judge import JUDGE_VERSION
 
     identity = {"kind": "qa", "dataset_sha256": qa.sha256, "dataset_items": len(qa.items), "model": model, "modality": modality,
-                "seed": seed, "limit": limit, "max_tokens": max_tokens, "prompt_version": QA_PROMPT_VERSION,
-                "scoring_version": SCORING_VERSION, "judge": judge, "judge_version": JUDGE_VERSION if judge else None}
+                "seed": seed, "max_tokens": max_tokens, "prompt_version": QA_PROMPT_VERSION,
+                "scoring_version": SCORING_VERSION, "judge": judge, "judge_version": JUDGE_VERSION if judge else None,
+                "text_encoding": (text_encoding or RAW).to_json() if modality in ("text", "both") else None,
+                "option_shuffle": SHUFFLE_VERSION}
     if temperature is not None:
         identity["temperature"] = temperature
     return identity

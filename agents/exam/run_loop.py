@@ -5,20 +5,47 @@ graph) and the QA runner (:mod:`ecgtrace.agents.exam.qa_runner`) differ only in
 how one sample is examined; everything around it is here. A sample is appended
 to ``samples.jsonl`` (fsynced, off the event loop, one appender at a time) only
 when it is finished, so a rerun skips it and nothing is lost or counted twice.
+
+A sample is one item in one epoch (``--epochs``): :func:`epoch_units` lists
+them, each with the row id :func:`ecgtrace.contracts.sample_key` gives. Rows of
+samples skipped because they could not be asked (``skipped``: token budget,
+text encoding) are checked again on every run, and :func:`write_exam_results`
+leaves them out of the metrics and counts them.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from typing import Any, TypeVar
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from ecgtrace.contracts.runs import answered, item_id_of, sample_key
 
 ItemT = TypeVar("ItemT")
 
 
 def item_id(item: Any) -> str:
-    """The id of a contract item or of its plain JSON."""
+    """The id of a contract item or of its plain JSON (of an :class:`EpochUnit`: its row id)."""
     return item["id"] if isinstance(item, dict) else item.id
+
+
+@dataclass(frozen=True)
+class EpochUnit(Generic[ItemT]):
+    """One sample: ``item`` asked in ``epoch``; ``id`` is its row id (the item's id in epoch 0)."""
+
+    item: ItemT
+    epoch: int = 0
+
+    @property
+    def id(self) -> str:
+        return sample_key(item_id(self.item), self.epoch)
+
+
+def epoch_units(items: Sequence[ItemT], epochs: int = 1) -> list[EpochUnit[ItemT]]:
+    """Every item in every epoch, epoch 0 of all items first, so a run that stops early holds whole epochs."""
+    return [EpochUnit(item, epoch) for epoch in range(max(1, int(epochs))) for item in items]
 
 
 def worker_count(examinee: Any, concurrency: int) -> int:
@@ -60,6 +87,8 @@ async def examine(run: Any, items: Sequence[ItemT], examine_one: Callable[[ItemT
                   after_append: Callable[[ItemT], Awaitable[None]] | None = None) -> None:
     """Examine every item of ``items`` not yet finished in ``run`` and append its sample row.
 
+    Rows of skipped samples are dropped first, so those samples are checked again.
+
     Args:
         run: the open :class:`ecgtrace.runlog.RunDir`.
         examine_one: ``await examine_one(item)`` -> the finished sample's row.
@@ -67,6 +96,7 @@ async def examine(run: Any, items: Sequence[ItemT], examine_one: Callable[[ItemT
         on_sample: called with each row appended (progress).
         after_append: awaited once a row is safely on disk (the audit drops the sample's checkpoints then).
     """
+    await asyncio.to_thread(run.drop_samples, lambda row: bool(row.get("skipped")))  # checked again: budgets and servers change
     finished = run.finished_ids()
     todo = [item for item in items if item_id(item) not in finished]
     append_lock = asyncio.Lock()  # one appender at a time; the fsync runs off the event loop
@@ -90,5 +120,35 @@ def write_results(run: Any, items: Sequence[Any], summarize: Callable[[list[dict
     rows = [r for r in run.samples() if r["id"] in wanted]
     results = {**extra, "run_id": run.run_id, "n_items": len(items), "n_finished": len(rows), "complete": len(rows) == len(items),
                **summarize(rows)}
+    run.write_results(results)
+    return results
+
+
+def write_exam_results(run: Any, items: Sequence[Any], summarize: Callable[[list[dict[str, Any]]], dict[str, Any]], *, epochs: int = 1,
+                       headline: Callable[[list[dict[str, Any]]], dict[str, float | None]] | None = None,
+                       models: dict[str, str | None] | None = None, pricing: dict[str, dict[str, float]] | None = None,
+                       budget: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
+    """An examination's results.json: :func:`write_results` plus what the run controls add.
+
+    The metrics are those of epoch 0 (the dataset's option order) over the
+    answered samples; ``n_answered`` and ``skipped`` count and list the samples
+    left out (with the ``budget``); ``epochs`` (with ``epochs`` > 1)
+    reduces every epoch (:func:`ecgtrace.agents.exam.run_control.epoch_summary`);
+    ``usage`` sums tokens and cost per model over every request of the run.
+    """
+    from ecgtrace.agents.exam.run_control import epoch_summary, usage_summary
+
+    epochs = max(1, int(epochs))
+    wanted = {item_id(it) for it in items}
+    rows = [r for r in run.samples() if item_id_of(r) in wanted and int(r.get("epoch") or 0) < epochs]
+    first = [r for r in rows if not r.get("epoch")]
+    skipped = [r for r in first if r.get("skipped")]
+    results = {**extra, "run_id": run.run_id, "n_items": len(items), "n_finished": len(first), "n_answered": len(first) - len(skipped),
+               "complete": len(rows) == len(items) * epochs, **summarize(answered(first))}
+    results["skipped"] = {"n": len(skipped), "by_kind": dict(sorted(Counter(r["skipped"]["kind"] for r in skipped).items())),
+                          "ids": sorted(r["id"] for r in skipped), "budget": budget}
+    if epochs > 1 and headline is not None:
+        results["epochs"] = epoch_summary(answered(rows), epochs, headline)
+    results["usage"] = usage_summary(rows, models or {}, pricing)
     run.write_results(results)
     return results

@@ -45,16 +45,17 @@ def answered_row(turn: dict[str, Any], prompt: str | None, reply: Reply | dict[s
                    tokens=got.usage, error=got.error, attempts=got.attempts, meta=got.meta).to_json()
 
 
-def closed_row(turn: dict[str, Any], prompt: str, reply: Reply | dict[str, Any]) -> dict[str, Any]:
+def closed_row(turn: dict[str, Any], prompt: str, reply: Reply | dict[str, Any], *, letters: bool = True) -> dict[str, Any]:
     """Score the reply to a closed turn (exact option, or exact set for multi-select) into its row.
 
     A reply with an ``error`` (server failure after retries) is scored wrong with the error kept.
+    ``letters=False``: the options were shown without letters, so only option texts count.
     """
     got = as_reply(reply)
     if got.error:
-        value, ok, reason = None, False, "no answer: server error"
+        value, ok, reason = None, False, "no answer: not sent" if got.error.startswith("not sent") else "no answer: server error"
     else:
-        result = parse_answer(got.raw, turn["options"], turn["multi"])
+        result = parse_answer(got.raw, turn["options"], turn["multi"], letters=letters)
         value, ok, reason = result.value, result.ok, result.reason
     correct = bool(ok and is_correct(value, turn["answer"], turn["multi"]))
     return answered_row(turn, prompt, got, parsed=value, parse_ok=ok, parse_reason=reason, correct=correct)

@@ -89,5 +89,8 @@ def write_dataset(items: list[dict[str, Any]], dropped: list[dict[str, Any]], re
                    "answer_positions": dict(sorted(positions.items())), "dropped": len(dropped),
                    "dropped_reasons": dict(sorted(Counter(d["reason"].split(":")[0] for d in dropped).items()))},
     }
+    from ecgtrace.agents.exam.text_sizes import text_token_table
+
+    manifest["text_tokens"] = text_token_table(rows, out_dir, has_text=lambda r: bool((r.get("modalities") or {}).get("text")))
     write_json_atomic(safe_join(out_dir, "manifest.json"), manifest)
     return manifest

@@ -23,8 +23,11 @@ def run(args: argparse.Namespace) -> int:
     from ecgtrace.metrics import compare_runs
     from ecgtrace.runlog import load_run_samples
 
+    from ecgtrace.contracts.runs import answered
+
     header_a, rows_a = load_run_samples(args.run_a)
     header_b, rows_b = load_run_samples(args.run_b)
+    rows_a, rows_b = answered(rows_a), answered(rows_b)  # skipped samples were never asked: nothing to pair
     kind_a = header_a["kind"]  # the header says what each run examined
     kind_b = header_b["kind"]
     if kind_a != kind_b:

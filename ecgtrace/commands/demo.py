@@ -119,7 +119,7 @@ def _metric(block: dict, key: str) -> str:
         value = value.get("value")
     if value is None:
         return "-"
-    return f"{100 * value:.1f}%" if key != "depth" else f"{value:.2f}"
+    return f"{100 * value:.1f}%" if not key.startswith("depth") else f"{value:.2f}"
 
 
 def _print_summary(console, runs, examinees: list[str]) -> None:  # noqa: ANN001
@@ -128,19 +128,21 @@ def _print_summary(console, runs, examinees: list[str]) -> None:  # noqa: ANN001
     from rich.table import Table
 
     table = Table(title="how well each examinee reads the ECG")
-    for column in ("model", "IDA", "GT-RDA", "Compl.", "Depth", "n", "QA acc.", "QA score", "QA n"):
+    for column in ("model", "IDA", "GT-RDA", "Dec.", "Compl.", "Depth", "n", "QA acc.", "QA score", "QA n"):
         table.add_column(column, justify="right", no_wrap=True)
     for model in examinees:
         name = _run_name(model)
         audit = json.loads((runs / f"audit-{name}" / "results.json").read_text())["overall"]
         qa = json.loads((runs / f"qa-{name}" / "results.json").read_text())["overall"]
         score = (qa.get("mean_score") or {}).get("value")
-        table.add_row(model, _metric(audit, "ida"), _metric(audit, "gt_rda"), _metric(audit, "completion"), _metric(audit, "depth"),
+        table.add_row(model, _metric(audit, "ida"), _metric(audit, "gt_rda"), _metric(audit, "decision_acc"), _metric(audit, "completion"),
+                      _metric(audit, "depth"),
                       str(audit.get("n", "-")), _metric(qa, "closed_accuracy"),
                       "-" if score is None else f"{score:.1f}", str(qa.get("n", "-")))
     console.print(table)
-    console.print("Audit: IDA initial-answer accuracy, GT-RDA decision accuracy with the true history, Compl. every step "
-                  "right, Depth 0-4. QA: closed accuracy and mean score (0-100).\n"
+    console.print("Audit: IDA initial-answer accuracy, GT-RDA the last loop's decision (true history) per sample, Dec. every "
+                  "decision turn, Compl. every step right, Depth 0-4 pooled over loops (ERB's definitions). "
+                  "QA: closed accuracy and mean score (0-100).\n"
                   "oracle answers from the ground truth (must be 100%); random picks uniformly (chance level); "
                   "prior never sees the ECG (a shortcut probe: it should stay near chance).")
 

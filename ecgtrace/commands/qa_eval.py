@@ -26,43 +26,49 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from ecgtrace.agents.exam.qa_runner import identity_for, run_qa
-    from ecgtrace.commands._model_options import ask_at_terminal, check_model_options, make_model, run_settings, run_with_progress
+    from ecgtrace.commands._model_options import (ask_at_terminal, check_model_options, make_model, pricing_of, prompt_budget_of,
+                                                  progress_counts, report_skipped, run_settings, run_with_progress,
+                                                  text_encoding_of)
     from ecgtrace.runlog import RunDir
 
     check_model_options(args)
+    encoding, pricing = text_encoding_of(args), pricing_of(args)
     console = Console(stderr=True)
     qa, items, skipped = _load_items(args, console)
     examinee = make_model(args)
     judge, rubrics = _judge(args)
-    identity = identity_for(qa, model=args.model, modality=args.modality, seed=args.seed, limit=args.limit,
-                            max_tokens=args.max_tokens, judge=args.judge, temperature=args.temperature)
+    budget = prompt_budget_of(args, examinee)
+    identity = identity_for(qa, model=args.model, modality=args.modality, seed=args.seed, max_tokens=args.max_tokens, judge=args.judge,
+                            temperature=args.temperature, text_encoding=encoding)
     if args.skip_unavailable:
-        identity["skipped_unavailable"] = len(skipped)
+        identity["skip_unavailable"] = True
     if rubrics:
         identity["judge_rubrics"] = sorted({f"{r.id}@{r.version}" for r in rubrics.values()})
     run_dir = RunDir.open(args.run, identity, run_settings(args, qa.path, judge_base_url=args.judge_base_url), kind="qa")
-    done_before = len(run_dir.finished_ids() & {it.id for it in items})
+    total, done_before = progress_counts(run_dir, items, args.epochs)
 
     def evaluate(on_sample):  # noqa: ANN001, ANN202
-        return asyncio.run(run_qa(qa, run_dir, examinee, modality=args.modality, concurrency=args.concurrency, limit=args.limit,
+        return asyncio.run(run_qa(qa, run_dir, examinee, modality=args.modality, concurrency=args.concurrency, items=items,
                                   judge=judge, rubrics=rubrics, on_sample=on_sample, ask_human=ask_at_terminal(console),
-                                  skip_ids=skipped))
+                                  encoding=encoding, budget=budget, epochs=args.epochs, seed=args.seed, pricing=pricing))
 
-    results = run_with_progress(evaluate, console=console, label="qa-eval", total=len(items), done=done_before,
+    results = run_with_progress(evaluate, console=console, label="qa-eval", total=total, done=done_before,
                                 quiet=args.quiet or examinee.interactive)
+    report_skipped(results, console)  # an error when nothing was asked
     if not args.quiet:
         print_results(results, title=f"{args.model} - {args.modality}")
     return 0
 
 
 def _load_items(args: argparse.Namespace, console):  # noqa: ANN001, ANN202
-    """The QA set, the items this run asks, and the ids left out because ``--modality`` cannot show them."""
+    """The QA set, the items this run asks (``--sample-id``, ``--limit`` by task), and the ids left out because ``--modality`` cannot show them."""
     from ecgtrace.agents.exam.messages import check_modality
+    from ecgtrace.commands._model_options import select
     from ecgtrace.contracts.datasets import load_items
     from ecgtrace.errors import EcgTraceError
 
     qa = load_items(args.qa, "qa")
-    chosen = qa.items[: args.limit] if args.limit else qa.items
+    chosen = select(list(qa.items), args, stratum_of=lambda it: it.task)
     skipped: set[str] = set()
     for item in chosen:
         try:
@@ -150,5 +156,9 @@ def print_results(results: dict, title: str = "") -> None:
                   "", "", "", style="bold")
     console = Console()
     console.print(table)
+    from ecgtrace.commands._model_options import print_epochs, print_usage
+
+    print_epochs(results, console)
+    print_usage(results, console)
     if not results.get("complete", True):
         console.print(f"[yellow]{results['n_finished']} of {results['n_items']} samples finished; rerun to resume[/]")

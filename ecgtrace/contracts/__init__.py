@@ -22,7 +22,8 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(("Evidence", "Provenance", "ProvenanceSource", "RecordRef", "TimeWindow", "provenance"), "ecgtrace.contracts.common"),
     **dict.fromkeys(("ItemSet", "dataset_file", "load_items"), "ecgtrace.contracts.datasets"),
     **dict.fromkeys(("QA_FIELDS", "QA_ITEM_FORMAT", "ItemAssets", "QAItem"), "ecgtrace.contracts.qa"),
-    **dict.fromkeys(("RUN_FORMAT", "AuditSample", "QASample", "RunHeader", "TurnRow", "sample_model"), "ecgtrace.contracts.runs"),
+    **dict.fromkeys(("RUN_FORMAT", "AuditSample", "QASample", "RunHeader", "SkipRecord", "TurnRow", "answered", "item_id_of", "sample_key",
+                     "sample_model"), "ecgtrace.contracts.runs"),
 }
 __all__ = sorted(_EXPORTS)
 

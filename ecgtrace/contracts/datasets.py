@@ -101,12 +101,19 @@ def kind_of_item(obj: dict[str, Any]) -> str:
     """
     declared = obj.get("format")
     if isinstance(declared, str):
-        for kind, (_, model, _, _) in DATASET_KINDS.items():
-            if declared == model.model_fields["format"].default:
+        for kind in DATASET_KINDS:
+            if declared in readable_formats(kind):
                 return kind
         raise DatasetFormatError(f"unknown item format {declared!r} (this version reads "
-                                 f"{', '.join(m.model_fields['format'].default for _, m, _, _ in DATASET_KINDS.values())})")
+                                 f"{', '.join(f for kind in DATASET_KINDS for f in readable_formats(kind))})")
     return "audit" if "loops" in obj else "qa"
+
+
+def readable_formats(kind: str) -> tuple[str, ...]:
+    """The ``format`` values an item of ``kind`` may declare (the model's ``Literal``; format 1 declares none)."""
+    import typing
+
+    return tuple(typing.get_args(DATASET_KINDS[kind][1].model_fields["format"].annotation))
 
 
 def kind_of_file(path: str | Path) -> str:

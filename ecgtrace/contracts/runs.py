@@ -43,6 +43,9 @@ class RunHeader(BaseModel):
     settings: dict[str, Any] = Field(default_factory=dict)
     versions: dict[str, Any] = Field(default_factory=dict)
     created_utc: str | None = None
+    #: The audit metric definitions in force when the run began (:data:`ecgtrace.metrics.METRICS_VERSION`);
+    #: audit headers written before it was recorded began under version 1. None for QA runs.
+    metrics_version: str | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -50,6 +53,8 @@ class RunHeader(BaseModel):
         if isinstance(data, dict) and "kind" not in data:
             identity = data.get("identity") if isinstance(data.get("identity"), dict) else {}
             data = {**data, "kind": "qa" if identity.get("kind") == "qa" else "audit"}
+        if isinstance(data, dict) and data.get("kind") == "audit" and data.get("metrics_version") is None:
+            data = {**data, "metrics_version": "1"}
         return data
 
     @model_validator(mode="after")
@@ -100,30 +105,54 @@ class TurnRow(BaseModel):
         return self.model_dump(mode="json")
 
 
+class SkipRecord(BaseModel):
+    """Why a sample was not asked: its prompt would not fit the token budget, or its ECG cannot be written as text.
+
+    A skipped sample has a row in ``samples.jsonl`` (so the run says what
+    happened to every item) but no answered turns; metrics leave it out and
+    ``results.json`` counts it. A resumed run checks skipped samples again
+    (the budget or the server may have changed), so they never block a rerun.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["token_budget", "encoding"]
+    reason: str = Field(min_length=1)
+    prompt_tokens: int | None = None  # the longest request the sample needs, estimated (tokens)
+    budget_tokens: int | None = None  # the prompt budget it was checked against
+    text_encoding: dict[str, Any] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+
 class AuditSample(BaseModel):
-    """A finished reasoning-audit sample."""
+    """A finished reasoning-audit sample (``epoch`` > 0: a repeat with the options shuffled; ``id`` is then ``<item id>#<epoch>``)."""
 
     model_config = ConfigDict(extra="forbid")
 
     id: str = Field(min_length=1)
     kind: Literal["audit"] = "audit"
+    epoch: int = Field(default=0, ge=0)
     diagnosis: str
     label: bool
     path_id: str
     mode: str
     turns: list[TurnRow]
+    skipped: SkipRecord | None = None
 
     def to_json(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
 
 
 class QASample(BaseModel):
-    """A finished QA sample: one turn, its score and, optionally, the judge's verdict."""
+    """A finished QA sample: one turn, its score and, optionally, the judge's verdict (a skipped sample: its unasked turn)."""
 
     model_config = ConfigDict(extra="forbid")
 
     id: str = Field(min_length=1)
     kind: Literal["qa"] = "qa"
+    epoch: int = Field(default=0, ge=0)
     task: str
     template_id: str | None = None
     answer_type: str | None = None
@@ -135,9 +164,27 @@ class QASample(BaseModel):
     turns: list[TurnRow] = Field(min_length=1, max_length=1)
     judge: dict[str, Any] | None = None
     item: dict[str, Any]
+    skipped: SkipRecord | None = None
 
     def to_json(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
+
+
+def sample_key(item_id: str, epoch: int = 0) -> str:
+    """The ``id`` of a sample row: the item's id in epoch 0, ``<item id>#<epoch>`` in later epochs."""
+    return item_id if not epoch else f"{item_id}#{int(epoch)}"
+
+
+def item_id_of(row: dict[str, Any]) -> str:
+    """The item a sample row examined (its ``id`` without the epoch suffix)."""
+    epoch = int(row.get("epoch") or 0)
+    suffix = f"#{epoch}"
+    return row["id"][: -len(suffix)] if epoch and row["id"].endswith(suffix) else row["id"]
+
+
+def answered(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows of samples that were asked (skipped samples left out): what metrics are computed on."""
+    return [row for row in rows if not row.get("skipped")]
 
 
 def sample_model(kind: str) -> type[AuditSample] | type[QASample]:

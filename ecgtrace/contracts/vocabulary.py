@@ -151,6 +151,8 @@ def kind_of_note(note: str) -> str | None:
 ASSET_MODALITIES: tuple[str, ...] = ("text", "image", "video")
 #: How an examination shows the ECG to the model under test.
 EXAM_MODALITIES: tuple[str, ...] = ("image", "text", "both")
+#: How the ECG is written as text for an examination (:mod:`ecgtrace.tools.text_encodings`).
+TEXT_ENCODINGS: tuple[str, ...] = ("raw", "compact", "downsampled", "summary")
 
 
 def assets_needed(modality: str) -> tuple[str, ...]:
@@ -168,3 +170,23 @@ GROUNDING_KINDS: tuple[str, ...] = ("lead", "wave", "measurement")
 EXAM_MODES: tuple[str, ...] = ("teacher", "stop")
 #: What a run examines.
 RUN_KINDS: tuple[str, ...] = ("audit", "qa")
+
+
+# ----------------------------------------------------------------------- leads
+
+#: The 12 standard leads in the order a 12-lead ECG is shown (ERB's order): limb leads, augmented, precordial.
+TWELVE_LEADS: tuple[str, ...] = ("I", "II", "III", "aVR", "aVL", "aVF", "V1", "V2", "V3", "V4", "V5", "V6")
+_LEAD_BY_UPPER: dict[str, str] = {lead.upper(): lead for lead in TWELVE_LEADS}
+
+
+def standard_lead_name(name: str) -> str:
+    """A lead name in its standard spelling (``"AVR"`` -> ``"aVR"``, ``"v1"`` -> ``"V1"``); other names unchanged."""
+    return _LEAD_BY_UPPER.get(name.strip().upper(), name.strip())
+
+
+def lead_of_option(option: str) -> str:
+    """The lead a lead-grounding option names: ERB's ``"Lead V1"`` and ecgtrace's ``"V1"`` both give ``"V1"``."""
+    text = option.strip()
+    if text[:5].lower() == "lead ":
+        text = text[5:]
+    return standard_lead_name(text)

@@ -1,4 +1,4 @@
-"""Grounding figures for the HTML report: the ECG window, true span green, model's span blue.
+"""Grounding figures for the HTML report and the viewer: the ECG window, true span green, model's span blue.
 
 For every grounding turn (audit: lead and wave grounding, measurement bins
 shown without spans; QA: every item with evidence) the window is read from
@@ -6,8 +6,9 @@ the record and drawn with :func:`ecgtrace.tools.render.render_png`, whose
 ``highlight_spans_ms`` shade the true evidence and ``overlay_spans_ms`` outline
 the model's choice. When the record cannot be opened, the item's own image
 asset is shown (if any) above a strip drawn here with matplotlib that marks
-the same spans on the window's time axis. Everything comes back as
-``data:image/png;base64,...`` URIs.
+the same spans on the window's time axis. The report embeds them as
+``data:image/png;base64,...`` URIs (:func:`render_figure`); the viewer serves
+the PNG bytes as files, drawn on request at a larger scale (:func:`render_figure_png`).
 
 Wave-grounding options read like ``[5.62s - 5.81s]``. They are taken as
 seconds from the record start when they fall inside the window, otherwise as
@@ -97,27 +98,37 @@ def window_bounds(window: dict[str, Any] | None, spans: list[tuple[float, float]
     return t0, t0 + length
 
 
-_MEMO: dict[str, tuple[str, str] | None] = {}
+_MEMO: dict[str, tuple[bytes, str] | None] = {}
 _MEMO_MAX = 256
 
 
 def render_figure(record: dict[str, Any] | None, window: dict[str, Any] | None, roots: list[Path],
                   highlight: list[dict[str, Any]], overlay: list[dict[str, Any]], asset: Path | None = None) -> tuple[str, str] | None:
-    """``(data URI, how it was drawn)`` of one grounding figure, or None when nothing can be drawn.
+    """``(data URI, how it was drawn)`` of one grounding figure, or None when nothing can be drawn (the report's form)."""
+    drawn = render_figure_png(record, window, roots, highlight, overlay, asset)
+    return None if drawn is None else (data_uri(drawn[0]), drawn[1])
 
-    ``highlight`` / ``overlay`` are ``{"t0_ms", "t1_ms", "lead"?}`` spans from the record start.
+
+def render_figure_png(record: dict[str, Any] | None, window: dict[str, Any] | None, roots: list[Path],
+                      highlight: list[dict[str, Any]], overlay: list[dict[str, Any]], asset: Path | None = None, *,
+                      px_per_mm: int = PX_PER_MM) -> tuple[bytes, str] | None:
+    """``(PNG bytes, how it was drawn)`` of one grounding figure, or None when nothing can be drawn.
+
+    ``highlight`` / ``overlay`` are ``{"t0_ms", "t1_ms", "lead"?}`` spans from the record start;
+    ``px_per_mm`` is the paper's scale (4 for the report, larger for the zoomable viewer).
     The same figure asked twice in one process is drawn once.
     """
-    key = json.dumps([record, window, [str(r) for r in roots], highlight, overlay, str(asset)], sort_keys=True, default=str)
+    key = json.dumps([record, window, [str(r) for r in roots], highlight, overlay, str(asset), px_per_mm], sort_keys=True, default=str)
     if key not in _MEMO:
         if len(_MEMO) >= _MEMO_MAX:
             _MEMO.clear()
-        _MEMO[key] = _render_figure(record, window, roots, highlight, overlay, asset)
+        _MEMO[key] = _render_figure(record, window, roots, highlight, overlay, asset, px_per_mm)
     return _MEMO[key]
 
 
 def _render_figure(record: dict[str, Any] | None, window: dict[str, Any] | None, roots: list[Path],
-                   highlight: list[dict[str, Any]], overlay: list[dict[str, Any]], asset: Path | None) -> tuple[str, str] | None:
+                   highlight: list[dict[str, Any]], overlay: list[dict[str, Any]], asset: Path | None,
+                   px_per_mm: int = PX_PER_MM) -> tuple[bytes, str] | None:
     spans = [(float(s["t0_ms"]), float(s["t1_ms"])) for s in highlight] or [(float(s["t0_ms"]), float(s["t1_ms"])) for s in overlay]
     base = resolve_record(str(record.get("path", "")), roots) if record and record.get("path") else None
     if base is not None:
@@ -128,14 +139,14 @@ def _render_figure(record: dict[str, Any] | None, window: dict[str, Any] | None,
             bounds = window_bounds(window, spans, info.duration_s)
             if bounds is not None:
                 win = window_by_time(info, bounds[0], bounds[1])
-                png = render_png(win, highlight_spans_ms=_clip(highlight, bounds), overlay_spans_ms=_clip(overlay, bounds), px_per_mm=PX_PER_MM).png
-                return data_uri(compact_png(png)), "record"
+                png = render_png(win, highlight_spans_ms=_clip(highlight, bounds), overlay_spans_ms=_clip(overlay, bounds), px_per_mm=px_per_mm).png
+                return compact_png(png), "record"
         except Exception:  # noqa: BLE001 - a record that cannot be drawn falls back to the asset + strip
             pass
     bounds = window_bounds(window, spans, None)
     if bounds is None:
         return None
-    return data_uri(_strip_png(bounds, highlight, overlay, asset)), "asset+strip" if asset is not None and asset.is_file() else "strip"
+    return _strip_png(bounds, highlight, overlay, asset), "asset+strip" if asset is not None and asset.is_file() else "strip"
 
 
 def _clip(spans: list[dict[str, Any]], bounds: tuple[float, float]) -> list[dict[str, Any]]:
@@ -204,9 +215,18 @@ def audit_turn_spans(turn: dict[str, Any], item: dict[str, Any]) -> tuple[list[d
     if kind == "lead" and w:
         answer = turn.get("answer") if isinstance(turn.get("answer"), list) else [turn.get("answer")]
         parsed = turn.get("parsed") if isinstance(turn.get("parsed"), list) else ([turn.get("parsed")] if turn.get("parsed") else [])
-        return ([{"t0_ms": w[0], "t1_ms": w[1], "lead": a} for a in answer if a],
-                [{"t0_ms": w[0], "t1_ms": w[1], "lead": p} for p in parsed if p] if turn.get("parse_ok") else [])
+        leads = (item.get("record") or {}).get("leads") or []
+        return ([{"t0_ms": w[0], "t1_ms": w[1], "lead": _record_lead(a, leads)} for a in answer if a],
+                [{"t0_ms": w[0], "t1_ms": w[1], "lead": _record_lead(p, leads)} for p in parsed if p] if turn.get("parse_ok") else [])
     return [], []
+
+
+def _record_lead(option: str, leads: list[str]) -> str:
+    """The record's name of the lead an option names (ERB's "Lead aVR" -> the record's "AVR"); the option's lead otherwise."""
+    from ecgtrace.contracts.vocabulary import lead_of_option, standard_lead_name
+
+    lead = lead_of_option(str(option))
+    return next((name for name in leads if standard_lead_name(name) == lead), lead)
 
 
 def qa_spans(row: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

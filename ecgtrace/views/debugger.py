@@ -47,12 +47,20 @@ class DebugSample:
 
     def broke_at(self) -> int | None:
         """Index of the first wrong turn after the initial question (where the chain broke)."""
-        for turn in self.turns:
-            if turn.get("stage") == "initial":
-                continue
-            if turn.get("asked", True) and turn.get("correct") is False:
-                return int(turn.get("index", self.turns.index(turn)))
-        return None
+        return first_wrong_index(self.turns)
+
+
+def first_wrong_index(turns: list[dict[str, Any]]) -> int | None:
+    """Index of the first wrong asked turn after the initial question (where the chain broke), or None.
+
+    The debugger and the viewer's "first wrong stage" both count this way.
+    """
+    for position, turn in enumerate(turns):
+        if turn.get("stage") == "initial":
+            continue
+        if turn.get("asked", True) and turn.get("correct") is False:
+            return int(turn.get("index", position))
+    return None
 
 
 def load_debug_sample(run_dir: str | Path, sample_id: str) -> DebugSample:
@@ -81,11 +89,14 @@ def _dataset_item(sample: DebugSample) -> tuple[Any, Path]:
     dataset = sample.header.get("settings", {}).get("dataset_path")
     if not dataset or not Path(dataset).exists():
         raise RunError(f"{sample.run_dir}: the run's dataset {dataset!r} is not available to rebuild the turn")
+    from ecgtrace.contracts.runs import item_id_of
+
     items = load_items(dataset, sample.kind)
+    wanted = item_id_of(sample.row)  # a later epoch's row id carries "#<epoch>"
     for item in items.items:
-        if item.id == sample.row["id"]:
+        if item.id == wanted:
             return item, Path(items.base_dir)
-    raise RunError(f"{dataset}: no item {sample.row['id']!r}")
+    raise RunError(f"{dataset}: no item {wanted!r}")
 
 
 def _audit_item(sample: DebugSample) -> tuple[dict[str, Any], Path]:
@@ -112,6 +123,13 @@ async def _state_from_checkpoints(sample: DebugSample, turn_index: int) -> dict[
     return None
 
 
+def _exam_settings(sample: DebugSample) -> dict[str, Any]:
+    """How the sample was shown: prompt style, the run's text encoding, the row's epoch and the seed of its option order."""
+    identity = sample.header.get("identity", {})
+    return {"prompt_style": identity.get("prompt_style") or "lettered", "condensed": bool(identity.get("condensed")),
+            "text": identity.get("text_encoding"), "epoch": int(sample.row.get("epoch") or 0), "seed": int(identity.get("seed") or 0)}
+
+
 def rebuild_state(sample: DebugSample, item: dict[str, Any], base_dir: Path, turn_index: int) -> dict[str, Any]:
     """The audit state right before ``turn_index``: the graph's ``plan`` node, then the turns recorded before it."""
     from ecgtrace.graphs.reasoning_audit import plan
@@ -120,7 +138,8 @@ def rebuild_state(sample: DebugSample, item: dict[str, Any], base_dir: Path, tur
     identity = sample.header.get("identity", {})
     mode = identity.get("mode") or settings.get("mode") or sample.row.get("mode") or "teacher"
     modality = identity.get("modality") or settings.get("modality") or "text"
-    state = plan({"item": item, "run": {"mode": mode, "modality": modality, "base_dir": str(base_dir)}})
+    run = {"mode": mode, "modality": modality, "base_dir": str(base_dir), **_exam_settings(sample)}
+    state = plan({"item": item, "run": run})
     if not 0 <= turn_index < len(state["plan"]):
         raise RunError(f"sample {item['id']!r} has turns 0..{len(state['plan']) - 1}, not {turn_index}")
     return {**state, "cursor": turn_index, "turns": list(sample.turns[:turn_index]), "done": False}
@@ -144,8 +163,12 @@ async def _reask_qa(sample: DebugSample, turn_index: int, examinee: Any) -> tupl
     if turn_index != 0:
         raise RunError(f"a QA sample has one turn (0), not {turn_index}")
     item, base_dir = _dataset_item(sample)
+    from ecgtrace.tools.text_encodings import TextEncoding
+
     modality = sample.header.get("identity", {}).get("modality") or "text"
-    row = await run_one(item, base_dir, examinee, modality, ask_human=getattr(examinee, "ask", None))
+    shown = _exam_settings(sample)
+    row = await run_one(item, base_dir, examinee, modality, ask_human=getattr(examinee, "ask", None),
+                        encoding=TextEncoding.from_json(shown["text"]), epoch=shown["epoch"], seed=shown["seed"])
     return row["turns"][0], "asked again from the dataset item (one request per QA item)"
 
 

@@ -10,7 +10,10 @@ touches the page.
 
 Sections: run facts; summary metrics with 95 % intervals (audit: IDA, GT-RDA,
 Completion, Depth per diagnosis and per stage; QA: per task and per finding,
-report statistics); then every sample's transcript (prompt, raw answer,
+report statistics); the viewer's plots as inline SVG drawn in Python
+(:mod:`ecgtrace.views.plots`, :mod:`ecgtrace.views.svg`: per-stage or per-task
+accuracy with chance and prior lines, depth histogram, per-diagnosis heatmap,
+QA error distributions); tokens and cost; then every sample's transcript (prompt, raw answer,
 reasoning, parse, truth, score), with a figure for each grounding turn: the
 ECG window with the true evidence shaded green and the model's chosen span
 outlined in blue (see :mod:`ecgtrace.views._report_images`).
@@ -23,9 +26,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ecgtrace.views._report_tables import audit_tables, e, qa_tables, run_table
+from ecgtrace.views._report_tables import audit_tables, e, qa_tables, run_table, usage_table
 from ecgtrace.jsonio import write_text_atomic
-from ecgtrace.runlog import RESULTS, load_run_samples
+from ecgtrace.views.run_view import RunView, open_run
 
 REPORT = "report.html"
 MAX_TEXT_CHARS = 20_000
@@ -149,7 +152,7 @@ def _audit_sample(i: int, row: dict[str, Any], item: dict[str, Any] | None, figu
     turns = row.get("turns") or []
     asked = [t for t in turns if t.get("asked", True)]
     right = sum(1 for t in asked if t.get("correct"))
-    head = f"{row['id']} · {row.get('diagnosis', '?')} · label {row.get('label')} · {right}/{len(asked)} turns correct"
+    head = f"{row['id']} · {row.get('diagnosis', '?')} · label {row.get('label')} · {right}/{len(asked)} turns correct" + _skip_note(row)
     body = []
     for turn in turns:
         figure = ""
@@ -167,7 +170,7 @@ def _qa_sample(i: int, row: dict[str, Any], figures: _Figures, base_dir: Path | 
 
     item = row.get("item") or {}
     turn = row["turns"][0]
-    head = f"{row['id']} · {row.get('task')} · {row.get('finding') or ''} · score {float(row.get('score') or 0):.1f}"
+    head = f"{row['id']} · {row.get('task')} · {row.get('finding') or ''} · score {float(row.get('score') or 0):.1f}" + _skip_note(row)
     extra = ""
     if item.get("options"):
         extra += "<p class=meta>options: " + " | ".join(f"<code>{e(o)}</code>" for o in item["options"]) + "</p>"
@@ -185,46 +188,29 @@ def _qa_sample(i: int, row: dict[str, Any], figures: _Figures, base_dir: Path | 
     return f"<details class=sample id=s{i}{' open' if open_ else ''}><summary>{e(head)}</summary>{_turn_html(turn, figure, extra)}</details>"
 
 
-def _dataset_items(header: dict[str, Any]) -> tuple[dict[str, dict[str, Any]], Path | None]:
-    """The run's audit items by id (for grounding figures) and the dataset folder; QA rows carry what they need."""
-    path = (header.get("settings") or {}).get("dataset_path")
-    base_dir = Path(path).parent if path else None
-    if header["kind"] != "audit" or not path or not Path(path).is_file():
-        return {}, base_dir
-    from ecgtrace.contracts.datasets import load_items
-    from ecgtrace.errors import EcgTraceError
+def _plots(run: RunView) -> str:
+    """The viewer's overview plots as inline SVG (drawn here in Python: the report runs no script)."""
+    from ecgtrace.views.plots import run_plots
+    from ecgtrace.views.svg import plot_svg
 
-    try:
-        return {item.id: item.to_json() for item in load_items(path, "audit").items}, base_dir
-    except EcgTraceError:  # a report without a readable dataset just has no figures
-        return {}, base_dir
+    specs = run_plots(run)
+    return "<h2 id=plots>Plots</h2>" + "".join(plot_svg(spec) for spec in specs) if specs else ""
 
 
-def _results(root: Path, rows: list[dict[str, Any]], kind: str) -> dict[str, Any]:
-    path = root / RESULTS
-    if path.is_file():
-        try:
-            return json.loads(path.read_text(encoding="utf-8"))
-        except ValueError:
-            pass
-    if kind == "qa":
-        from ecgtrace.agents.exam.qa_results import summarize_qa
-
-        return {"kind": "qa", "n_items": len(rows), "n_finished": len(rows), **summarize_qa(rows)}
-    from ecgtrace.metrics import summarize
-
-    return {"n_items": len(rows), "n_finished": len(rows), **summarize(rows)}
+def _skip_note(row: dict[str, Any]) -> str:
+    skipped = row.get("skipped")
+    return f" · not asked: {skipped.get('reason')}" if isinstance(skipped, dict) else ""
 
 
 def render_html(root: str | os.PathLike[str], *, max_images: int = 200, open_samples: int = 3, csp: bool = True) -> str:
     """The report of the run folder ``root`` as an HTML string (nothing written)."""
-    root = Path(root)
-    header, rows = load_run_samples(root)
-    kind = header["kind"]
-    results = _results(root, rows, kind)
-    items, base_dir = _dataset_items(header)
-    roots = [p for p in (base_dir, root, Path.cwd()) if p is not None]
-    figures = _Figures(roots, max_images)
+    from ecgtrace.views.svg import chart_css
+    from ecgtrace.views.usage import run_usage
+
+    run = open_run(root)
+    header, rows, results, base_dir = run.header, run.rows, run.results, run.base_dir
+    kind = run.kind
+    figures = _Figures(run.roots, max_images)
     identity = header.get("identity") or {}
     title = f"ecgtrace {kind} report: {identity.get('model', '?')} ({header.get('run_id')})"
     if kind == "qa":
@@ -232,14 +218,15 @@ def render_html(root: str | os.PathLike[str], *, max_images: int = 200, open_sam
         samples = [_qa_sample(i, row, figures, base_dir, i < open_samples) for i, row in enumerate(rows)]
     else:
         summary = audit_tables(results)
-        samples = [_audit_sample(i, row, items.get(row["id"]), figures, base_dir, i < open_samples) for i, row in enumerate(rows)]
+        samples = [_audit_sample(i, row, run.item(row), figures, base_dir, i < open_samples) for i, row in enumerate(rows)]
     meta = f"<meta http-equiv=\"Content-Security-Policy\" content=\"{e(CSP)}\">" if csp else ""
     incomplete = "" if results.get("complete", True) else f"<p><b>Incomplete run:</b> {e(results.get('n_finished'))} of {e(results.get('n_items'))} samples finished.</p>"
     return "\n".join([
         "<!DOCTYPE html>", "<html lang=en><head><meta charset=utf-8>", meta,
         "<meta name=viewport content=\"width=device-width, initial-scale=1\">",
-        f"<title>{e(title)}</title><style>{CSS}</style></head><body>",
-        f"<h1>{e(title)}</h1>", incomplete, "<h2 id=run>Run</h2>", run_table(header, results), summary,
+        f"<title>{e(title)}</title><style>{CSS}{chart_css()}</style></head><body>",
+        f"<h1>{e(title)}</h1>", incomplete, "<h2 id=run>Run</h2>", run_table(header, results), summary, _plots(run),
+        usage_table(run_usage(header, rows, results)),
         f"<h2 id=samples>Samples ({len(rows)})</h2>", f"<p class=meta>{figures.count} figure(s) embedded.</p>" if figures.count else "",
         *samples, "</body></html>", ""])
 

@@ -66,3 +66,58 @@ def test_vocabulary_is_consistent() -> None:
     assert {v.kind_of_note(note) for note in v.RHYTHM_NOTES.values()} == set(v.RHYTHM_NOTES)
     assert len(set(v.RHYTHM_NOTES.values())) == len(v.RHYTHM_NOTES), "two kinds share one aux note"
     assert v.assets_needed("both") == ("text", "image")
+
+
+def _erb_like_item() -> dict:
+    loop = {"criterion": {"question": "Which criterion?", "options": ["a", "b", "c", "d", "e"], "answer": "c"},
+            "finding": {"question": "Present?", "options": ["No", "Yes"], "answer": "Yes"},
+            "grounding": [{"kind": "lead", "question": "Which leads?", "options": ["Lead V1", "Lead V2"], "answer": ["Lead V2"], "multi": True},
+                          {"kind": "measurement", "question": "Which bin?", "options": ["Below 120ms", "[120ms - 160ms]", "Above 160ms"],
+                           "answer": "Above 160ms"}],
+            "decision": {"question": "Diagnose?", "options": ["Further findings are required to confirm the diagnosis", "Yes", "No"],
+                         "answer": "Yes"}}
+    return {"id": "erb-1", "record": {"db": "ptbxl", "id": "00001_hr", "path": "p", "fs_hz": 500.0, "leads": ["I"], "duration_s": 10.0},
+            "diagnosis": "lvh", "label": True, "path_id": "0",
+            "initial": {"question": "LVH?", "options": ["Yes", "No", "I don't know"], "answer": "Yes"}, "loops": [loop],
+            "provenance": {"source": "erb", "method": "m", "version": "1"}}
+
+
+def test_audit_item_v3_takes_erb_option_sets_verbatim() -> None:
+    from ecgtrace.contracts import AuditItem
+
+    item = AuditItem.model_validate(_erb_like_item())
+    assert item.format == "ecgtrace-audit-item/3" and item.initial.options[-1] == "I don't know"
+    assert item.loops[0].grounding[0].answer == ["Lead V2"]
+    assert v.lead_of_option("Lead aVL") == "aVL" and v.lead_of_option("AVR") == "aVR" and v.lead_of_option("MLII") == "MLII"
+
+
+def test_audit_item_v2_keeps_its_fixed_option_lists_and_v3_its_rules() -> None:
+    from ecgtrace.contracts import AuditItem
+
+    with pytest.raises(ValueError, match="in a ecgtrace-audit-item/2 item"):
+        AuditItem.model_validate({**_erb_like_item(), "format": "ecgtrace-audit-item/2"})
+    bad = _erb_like_item()
+    bad["initial"] = {"question": "LVH?", "options": ["Yes", "I don't know"], "answer": "Yes"}
+    with pytest.raises(ValueError, match="initial options must include"):
+        AuditItem.model_validate(bad)
+    bad = _erb_like_item()
+    bad["loops"][0]["decision"]["options"] = ["Yes", "No", "Maybe"]
+    bad["loops"][0]["decision"]["answer"] = "Yes"
+    with pytest.raises(ValueError, match="decision options must be"):
+        AuditItem.model_validate(bad)
+
+
+def test_format2_items_are_still_read() -> None:
+    audit = load_items(FIXTURES / "audit_small.jsonl", "audit")
+    assert audit.items and all(it.format == "ecgtrace-audit-item/3" for it in audit.items)  # format 1 lines, upgraded
+    from ecgtrace.contracts.datasets import kind_of_item, readable_formats
+
+    assert readable_formats("audit") == ("ecgtrace-audit-item/2", "ecgtrace-audit-item/3")
+    assert kind_of_item({"format": "ecgtrace-audit-item/2"}) == "audit"
+
+
+def test_audit_run_headers_record_their_metric_definitions() -> None:
+    old = {"format": "ecgtrace-run/2", "kind": "audit", "run_id": "r", "identity": {}}
+    assert RunHeader.model_validate(old).metrics_version == "1"  # written before the field: version 1
+    assert RunHeader.model_validate({**old, "metrics_version": "2"}).metrics_version == "2"
+    assert RunHeader.model_validate({**old, "kind": "qa"}).metrics_version is None

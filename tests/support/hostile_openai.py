@@ -116,6 +116,8 @@ class HostileServer:
             self.requests.append(request)
         if method == "GET" and handler.path.rstrip("/").endswith("/models"):
             response = Response(200, {"object": "list", "data": [{"id": m, "object": "model"} for m in self.models]})
+        elif method == "GET":  # other probes (llama.cpp's /props): a server without them; the responder answers chat only
+            response = Response(404, {"error": {"message": f"no route {handler.path}"}})
         else:
             response = self.respond(request)
         data = response.body if isinstance(response.body, bytes) else json.dumps(response.body).encode()

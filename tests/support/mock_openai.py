@@ -13,6 +13,11 @@ uniformly from ``faults``:
 * ``"timeout"`` - sleeps ``timeout_sleep_s`` (longer than the client timeout), then answers;
 * ``"garbage"`` - HTTP 200 whose answer names no option.
 
+``context_tokens`` makes it a server with a context length: ``GET /v1/models``
+reports it as vLLM does (``max_model_len``) and a request whose prompt (the
+mock counts ``len(body) // 4`` tokens) and ``max_tokens`` exceed it gets HTTP 400,
+as real servers answer.
+
 ``stats`` counts requests, answers and each fault kind (thread-safe);
 ``requests[i]`` and ``faults_log[i]`` keep the first ``keep_requests`` bodies and
 the fault each got, so a test can check that every injected fault shows up in
@@ -146,8 +151,9 @@ class MockOpenAI:
 
     def __init__(self, policy: Policy | str = "I cannot tell.", *, delay_s: float = 0.0, fault_rate: float = 0.0,
                  faults: tuple[str, ...] = ("429", "500", "timeout", "garbage"), timeout_sleep_s: float = 2.0,
-                 seed: int = 0, reasoning: str | None = None, keep_requests: int = 50) -> None:
+                 seed: int = 0, reasoning: str | None = None, keep_requests: int = 50, context_tokens: int | None = None) -> None:
         self.policy: Policy = fixed(policy) if isinstance(policy, str) else policy
+        self.context_tokens = context_tokens
         self.delay_s = float(delay_s)
         self.fault_rate = float(fault_rate)
         self.faults = tuple(faults)
@@ -186,6 +192,12 @@ class MockOpenAI:
 
             def do_POST(self) -> None:  # noqa: N802
                 mock._handle(self)
+
+            def do_GET(self) -> None:  # noqa: N802
+                if self.path.split("?")[0].rstrip("/") == "/v1/models":
+                    entry = {"id": "mock", "object": "model", **({"max_model_len": mock.context_tokens} if mock.context_tokens else {})}
+                    return mock._send(self, 200, {"object": "list", "data": [entry]})
+                return mock._send(self, 404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
 
         server = _QuietServer(("127.0.0.1", port), Handler)
         server.daemon_threads = True
@@ -246,6 +258,12 @@ class MockOpenAI:
         fault = self._draw_fault()
         if slot is not None:
             self.faults_log[slot] = fault
+        wanted = len(raw) // 4 + int(body.get("max_tokens") or 0)
+        if self.context_tokens and wanted > self.context_tokens:
+            with self._lock:
+                self.stats["context_exceeded"] += 1
+            return self._send(handler, 400, {"error": {"message": f"requested {wanted} tokens, context is {self.context_tokens}",
+                                                       "type": "invalid_request_error"}})
         if fault == "429":
             return self._send(handler, 429, {"error": {"message": "rate limited (injected)", "type": "rate_limit_error"}})
         if fault == "500":

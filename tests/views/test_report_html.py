@@ -22,6 +22,7 @@ from ecgtrace.cli import main  # noqa: E402
 from ecgtrace.views.report_html import build_report, render_html  # noqa: E402
 from ecgtrace.runlog import RunDir  # noqa: E402
 from tests.support.audit_items import write_audit  # noqa: E402
+from tests.support.viewer_runs import write_qa_run  # noqa: E402
 
 CHROMIUM = Path("/usr/bin/chromium")
 INJECTION = ('<script>document.title="PWNED";document.body.insertAdjacentHTML("beforeend","<div id=pwned>x</div>")</script>'
@@ -52,7 +53,6 @@ class Scripted(Examinee):
 def runs(synth_record, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """One audit run and one QA run over the synthetic record, with injected model text."""
     from ecgtrace.agents.audit.format import load_audit
-    from ecgtrace.agents.exam.qa_runner import identity_for, load_qa, run_qa
     from ecgtrace.graphs.audit_runner import run_audit
 
     base = tmp_path_factory.mktemp("report")
@@ -67,19 +67,8 @@ def runs(synth_record, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Pa
     run = RunDir.open(base / "audit_run", {"dataset_sha256": audit.sha256, "model": "scripted"}, {"dataset_path": str(audit.path)})
     asyncio.run(run_audit(audit, run, Scripted({rows[0]["id"]}), modality="text", concurrency=2))
 
-    qa_dir = base / "qa"
-    qa_dir.mkdir()
-    shutil.copytree(ROOT / "tests" / "fixtures" / "qa_assets", qa_dir / "qa_assets")
-    items = [json.loads(line) for line in (ROOT / "tests" / "fixtures" / "qa_small.jsonl").read_text().splitlines()]
-    for item in items:
-        item["record"]["path"] = record_path
-    (qa_dir / "qa.jsonl").write_text("".join(json.dumps(i) + "\n" for i in items))
-    qa = load_qa(qa_dir)
-    inject = {i["id"] for i in items if i["task"] in ("open_evidence", "closed_presence")}
-    qa_run = RunDir.open(base / "qa_run", identity_for(qa, model="scripted", modality="text", seed=0, limit=None, max_tokens=None, judge=None),
-                         {"dataset_path": str(qa.path)})
-    asyncio.run(run_qa(qa, qa_run, Scripted(inject), modality="text"))
-    return {"audit": run.path, "qa": qa_run.path, "audit_items": audit_path}
+    qa_run = write_qa_run(base, record_path, Scripted)
+    return {"audit": run.path, "qa": qa_run, "audit_items": audit_path}
 
 
 def _external_refs(html: str) -> list[str]:
@@ -212,3 +201,79 @@ def test_the_header_says_the_kind_also_for_format1_runs(runs: dict[str, Path], t
     (old / "results.json").unlink()
     html = render_html(old, max_images=0)
     assert "ecgtrace qa report" in html and "Summary per task" in html and "<td>kind</td><td>qa</td>" in html
+
+
+def test_an_old_run_folder_loads_and_says_which_metric_definitions_it_used(runs: dict[str, Path], tmp_path: Path) -> None:
+    """A run begun under metrics version 1 (header without metrics_version, results.json of version 1) is shown with
+    today's definitions, recomputed from its samples, and the report says so."""
+    old = tmp_path / "old"
+    shutil.copytree(runs["audit"], old)
+    header = json.loads((old / "header.json").read_text())
+    assert header["metrics_version"] == "2"
+    del header["metrics_version"]
+    (old / "header.json").write_text(json.dumps(header))
+    results = json.loads((old / "results.json").read_text())
+    results["provenance"]["version"] = "1"
+    results["overall"]["gt_rda"] = {"value": 0.123456, "k": 1, "n": 8, "ci95": [0.0, 1.0]}  # what version 1 might have said
+    (old / "results.json").write_text(json.dumps(results))
+    html = render_html(old, max_images=0)
+    assert "<td>metric definitions at start</td><td>version 1</td>" in html
+    assert "recomputed with version 2 (results.json holds version 1)" in html
+    assert "12.3%" not in html and "Decision acc." in html
+
+
+@pytest.mark.parametrize("kind", ["audit", "qa"])
+def test_report_has_the_viewers_plots_as_inline_svg_without_script(runs: dict[str, Path], kind: str) -> None:
+    """The same plot specs the viewer draws in the browser, drawn here in Python: bars with intervals, chance and prior lines."""
+    from ecgtrace.views.plots import run_plots
+    from ecgtrace.views.run_view import open_run
+
+    html = render_html(runs[kind], max_images=0)
+    specs = run_plots(open_run(runs[kind]))
+    assert specs and all(f'id="chart-{s["id"]}"' in html for s in specs)
+    first = specs[0]
+    assert html.count('class="bar"') >= len(first["bars"]) and 'class="ref ref-chance"' in html and 'class="ref ref-prior"' in html
+    if kind == "qa":
+        assert 'id="chart-timing_error"' in html and 'id="chart-count_error"' in html
+    else:
+        assert 'id="chart-depth"' in html and 'id="chart-heatmap"' in html
+    assert "<script" not in html.lower() and "Tokens and cost" in html
+
+
+def test_the_report_shows_skipped_samples_epochs_tokens_and_cost(tmp_path):
+    import asyncio
+
+    from ecgtrace.agents.exam.budget import PromptBudget
+    from ecgtrace.agents.exam.examinees import Examinee, Reply
+    from ecgtrace.agents.exam.examinees.base import as_text
+    from ecgtrace.agents.audit.format import load_audit
+    from ecgtrace.graphs.audit_runner import run_audit
+    from ecgtrace.runlog import RunDir
+    from ecgtrace.views.report_html import render_html
+    from tests.support.audit_items import write_audit
+
+    class Counted(Examinee):
+        name = "counted"
+
+        async def answer(self, messages, turn):  # noqa: ANN001
+            return Reply(raw=as_text(turn["answer"]), usage={"prompt_tokens": 1000, "completion_tokens": 10, "total_tokens": 1010})
+
+    audit = load_audit(write_audit(tmp_path / "audit", 4, seed=1))
+    run = RunDir.open(tmp_path / "run", {"model": "counted", "modality": "text"})
+    # a budget that the largest chain of this set does not fit: that sample is skipped, the others are asked twice
+    from ecgtrace.agents.audit.examiner import chain_request
+    from ecgtrace.agents.exam.budget import estimate_request_tokens
+
+    sizes = sorted(estimate_request_tokens(chain_request(it, audit.base_dir, "text")) for it in audit.items)
+    results = asyncio.run(run_audit(audit, run, Counted(), modality="text", epochs=2, budget=PromptBudget(sizes[-1] - 1, "--max-prompt-tokens"),
+                                    pricing={"counted": {"in": 1.0, "out": 2.0}}))
+    assert results["skipped"]["n"] == 1 and results["n_answered"] == 3
+    html = render_html(tmp_path / "run")
+    assert "skipped (not asked)" in html and "1 (1 token budget; budget" in html
+    assert "not asked: the last turn of its chain needs about" in html
+    requests = results["usage"]["requests"]
+    assert f"tokens: counted</td><td>{1000 * requests:,} prompt + {10 * requests:,} completion in {requests:,} requests" in html
+    assert f"cost (total)</td><td>{results['usage']['cost_usd']:.4f} USD" in html
+    assert results["usage"]["cost_usd"] == round(requests * (1000 * 1.0 + 10 * 2.0) / 1e6, 6)
+    epochs = html.split("<td>epochs</td><td>")[1].split("</td>")[0]
+    assert epochs.startswith("2 (mean ") and "ida 1.000" in epochs and epochs.endswith("samples answering alike in every epoch 100.0%)")

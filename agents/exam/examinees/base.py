@@ -65,6 +65,10 @@ class Examinee:
     async def answer(self, messages: list[dict[str, Any]], turn: dict[str, Any]) -> Reply:
         raise NotImplementedError
 
+    async def context_tokens(self) -> int | None:
+        """The context length (prompt + answer tokens) the backend reports for its model; None when it reports none."""
+        return None
+
 
 #: What the baselines say to an open question: they have no options to pick from, and
 #: an honest "cannot tell" scores the floor of each open metric (not an error).

@@ -219,6 +219,54 @@ class OpenAIExaminee(Examinee):
                          latency_ms=round((time.perf_counter() - started) * 1000, 3))
         return reply_from_message(message, latency_ms, attempts)
 
+    async def context_tokens(self) -> int | None:
+        """The context length the server reports for this model, or None (api.openai.com and many servers report none).
+
+        Read from ``GET {base_url}/models`` (vLLM's ``max_model_len``; the
+        ``context_length`` / ``max_context_length`` of LM Studio and routers)
+        and llama.cpp's ``GET /props`` (``n_ctx`` of the running server, which
+        wins over the ``n_ctx_train`` its model list gives). Any failure is None.
+        """
+        if not self.base_url:
+            return None
+        import httpx
+
+        headers = {"Authorization": f"Bearer {os.environ.get(self.api_key_env) or 'not-needed'}"}
+        base = self.base_url.rstrip("/")
+        found: dict[str, int] = {}
+        async with httpx.AsyncClient(timeout=min(self.timeout_s, 10.0), headers=headers) as client:
+            for url in (f"{base}/models", f"{base[:-3] if base.endswith('/v1') else base}/props"):
+                try:
+                    response = await client.get(url)
+                    data = response.json() if response.status_code == 200 else None
+                except (httpx.HTTPError, ValueError):
+                    continue
+                found.update(_reported_context(data, self.model))
+        for key in ("max_model_len", "n_ctx", "context_length", "max_context_length", "context_window", "n_ctx_train"):
+            if found.get(key):
+                return found[key]
+        return None
+
+
+def _reported_context(data: Any, model: str) -> dict[str, int]:
+    """Context-length fields of a ``/models`` or ``/props`` answer, for ``model`` (or the only model listed)."""
+    if not isinstance(data, dict):
+        return {}
+    entries = data.get("data") if isinstance(data.get("data"), list) else None
+    if entries is not None:
+        entry = next((e for e in entries if isinstance(e, dict) and e.get("id") == model), entries[0] if len(entries) == 1 else None)
+        data = entry if isinstance(entry, dict) else {}
+    out: dict[str, int] = {}
+    settings = data.get("default_generation_settings")
+    for source in (data, data.get("meta"), settings, (settings or {}).get("params") if isinstance(settings, dict) else None):
+        if not isinstance(source, dict):
+            continue
+        for key in ("max_model_len", "n_ctx", "context_length", "max_context_length", "context_window", "n_ctx_train"):
+            value = source.get(key)
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                out.setdefault(key, value)
+    return out
+
 
 def _make(argument: str | None, options: ExamineeOptions) -> Examinee:
     return OpenAIExaminee(argument or "", base_url=options.base_url, api_key_env=options.api_key_env, timeout_s=options.timeout_s,

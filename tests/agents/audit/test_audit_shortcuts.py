@@ -75,6 +75,19 @@ def test_finding_answers_are_balanced_and_keep_the_ground_truth(synth_build) -> 
         assert abs(plain - negated) <= 1, (key, plain, negated)
 
 
+def _asked(crit, step, question: str) -> str:
+    """The rule's own wording of a grounding question: absent findings ask it as ERB's check, after a prefix naming the criterion."""
+    from ecgtrace.agents.audit._surface import verify_wording
+
+    if step["present"]:
+        assert not question.startswith("To verify that"), question
+        return question
+    prefix = verify_wording(crit, "\x00").split("\x00")[0]
+    assert question.startswith(prefix), (prefix, question)
+    rest = question[len(prefix):]
+    return rest[:1].upper() + rest[1:]
+
+
 def _lead_reading(rule, question: str) -> tuple[float, bool] | None:
     """(threshold, complement) that the question text asks, read from the rule's wordings; None when no wording fits."""
     def fmt(x: float) -> str:
@@ -97,13 +110,14 @@ def test_lead_answers_are_recomputed_from_the_per_lead_values(synth_build) -> No
     for item, _, crit, step, loop in _loops(synth_build.items):
         rules = [r for r in crit.grounding if r.kind == "lead"]
         leads = [g for g in loop["grounding"] if g["kind"] == "lead"]
-        if not step["present"] or not rules:
+        if not rules:
             assert not leads
             continue
         skipped = [s for s in item["provenance"]["params"]["grounding_skipped"] if s.startswith(f"{step['criterion']}.lead:")]
         assert len(leads) + len(skipped) == len(rules), item["id"]
         for g in leads:
-            found = [(rule, _lead_reading(rule, g["question"])) for rule in rules if _lead_reading(rule, g["question"])]
+            text = _asked(crit, step, g["question"])  # on an absent finding: "To verify that this ECG does not show ..., <question>"
+            found = [(rule, _lead_reading(rule, text)) for rule in rules if _lead_reading(rule, text)]
             assert len(found) == 1, g["question"]
             rule, (value, complement) = found[0]
             measured = lead_values(item["provenance"]["params"]["features"], rule.feature)  # canonical units
@@ -170,8 +184,6 @@ def test_the_shortcut_probe_finds_nothing_in_criterion_and_finding_questions(syn
 
 def test_measurement_bins_are_not_ruled_out_by_the_finding_just_answered(synth_build) -> None:
     """After "PR > 200 ms: yes", a bin like [160-180] ms could be discarded without the ECG: none is offered."""
-    import re
-
     from ecgtrace.agents.audit._questions import finding_bound
 
     checked = 0
@@ -180,13 +192,13 @@ def test_measurement_bins_are_not_ruled_out_by_the_finding_just_answered(synth_b
         rules = [r for r in crit.grounding if r.kind == "measurement"]
         for g in (g for g in loop["grounding"] if g["kind"] == "measurement"):
             rule = rules[0]
-            bound = finding_bound(crit.finding, rule)
+            bound = finding_bound(crit.finding, rule, step["present"])  # an absent finding bounds the value the other way
             positions.add(g["options"].index(g["answer"]))
             if bound is None:
                 continue
             op, threshold = bound
             for option in g["options"]:
-                lo, hi = (float(x) for x in re.match(r"\[(-?[\d.]+)(?:-| to )(-?[\d.]+)\]", option).groups())
+                lo, hi = _bin_bounds(option)
                 assert (hi > threshold) if op in (">", ">=") else (lo < threshold if op == "<" else lo <= threshold), (g, bound)
             checked += 1
     assert checked >= 5 and len(positions) >= 3  # and the answer is not always in the same place
@@ -211,9 +223,17 @@ def test_lead_entry_asks_only_thresholds_clear_of_every_lead() -> None:
 
 
 def _bin_bounds(option: str) -> tuple[float, float]:
+    """``[200-210] ms``, ``[-45 to -30] deg``, or ERB's ``[200ms - 210ms]``, ``Below 120ms`` and ``Above 240ms`` (open ends infinite)."""
+    import math
     import re
 
-    lo, hi = (float(x) for x in re.match(r"\[(-?[\d.]+)(?:-| to )(-?[\d.]+)\]", option).groups())
+    number = r"(-?[\d.]+)\s*[A-Za-z%*]*"
+    if option.startswith("Below "):
+        return -math.inf, float(re.match(number, option[6:]).group(1))
+    if option.startswith("Above "):
+        return float(re.match(number, option[6:]).group(1)), math.inf
+    match = re.match(r"\[(-?[\d.]+)(?:-| to )(-?[\d.]+)\]", option) or re.match(rf"\[{number} - {number}\]", option)
+    lo, hi = (float(x) for x in match.groups())
     return lo, hi
 
 
@@ -223,7 +243,7 @@ def _checked_measurement_questions(items) -> list[dict]:
     from ecgtrace.agents.audit.engine import feature_in_unit
 
     questions = []
-    for item, _, crit, _, loop in _loops(items):
+    for item, _, crit, step, loop in _loops(items):
         rule = next((r for r in crit.grounding if r.kind == "measurement"), None)
         for g in (g for g in loop["grounding"] if g["kind"] == "measurement"):
             value = feature_in_unit(item["provenance"]["params"]["features"], rule.feature, rule.unit)
@@ -231,7 +251,7 @@ def _checked_measurement_questions(items) -> list[dict]:
             assert lo - 1e-6 <= value < hi + 1e-6, (item["id"], g, value)  # ground truth unchanged
             bins = [_bin_bounds(o) for o in g["options"]]
             assert bins == sorted(bins)
-            bound = finding_bound(crit.finding, rule)
+            bound = finding_bound(crit.finding, rule, step["present"])
             if bound is not None:
                 op, threshold = bound
                 for b_lo, b_hi in bins:

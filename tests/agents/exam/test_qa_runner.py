@@ -108,10 +108,20 @@ def test_qa_eval_mock_server_resume_judge_and_no_key(dataset: Path, tmp_path: Pa
         first = json.loads((run_dir / "results.json").read_text())
         assert first["n_finished"] == 6 and first["complete"]
         requests_before = server.stats["requests"]
-        # the same command without --limit is another run identity: refused, nothing asked
-        assert main(argv) == 2
+        # another --max-tokens is another run identity: refused, nothing asked
+        assert main([*argv, "--limit", "6", "--max-tokens", "7"]) == 2
         assert "different dataset/config" in capsys.readouterr().err
         assert server.stats["requests"] == requests_before
+        # which items are asked is not part of it: a larger --limit grows the same folder and asks only the new items
+        argv[argv.index("--timeout") + 1] = "13"
+        assert main([*argv, "--limit", "9"]) == 0
+        grown = json.loads((run_dir / "results.json").read_text())
+        assert grown["n_finished"] == 9 and grown["complete"]
+        ids = [json.loads(line)["id"] for line in (run_dir / "samples.jsonl").read_text().splitlines()]
+        assert len(ids) == len(set(ids)) == 9
+        asked_now = [b for b in server.requests[requests_before:] if "Score bands" not in str(b["messages"][0]["content"])]
+        assert len(asked_now) == 3  # the 6 finished items were not asked again
+        argv[argv.index("--timeout") + 1] = "10"
         resumed = tmp_path / "run2"
         shutil.copytree(run_dir, resumed)
         header = json.loads((resumed / "header.json").read_text())
