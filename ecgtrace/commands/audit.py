@@ -20,8 +20,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="lettered: options as 'A. ...', answered by letter (default); erb: ERB's layout, full option texts, no letters")
     parser.add_argument("--condensed", action="store_true",
                         help="show a question's options only while it is asked; earlier questions stay in the chat as their text (ERB's condensed chat)")
-    parser.add_argument("--retry-errors", action="store_true",
-                        help="on resume, run again the finished samples that have a server error in any turn")
     parser.add_argument("--keep-checkpoints", action="store_true",
                         help="keep finished samples' LangGraph threads in RUNDIR/checkpoints.sqlite (default: dropped once in samples.jsonl)")
 
@@ -32,8 +30,8 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from ecgtrace.commands._model_options import (ask_at_terminal, check_model_options, make_model, pricing_of, prompt_budget_of,
-                                                  progress_counts, report_skipped, run_settings, run_with_progress,
-                                                  text_encoding_of)
+                                                  progress_counts, report_server_failures, report_skipped, run_settings,
+                                                  run_with_progress, samples_to_retry, text_encoding_of)
     from ecgtrace.graphs.audit_runner import run_audit
     from ecgtrace.runlog import RunDir
 
@@ -44,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
     budget = prompt_budget_of(args, examinee)
     run_dir = RunDir.open(args.run, identity_of(audit, args), run_settings(args, audit.path), kind="audit")
     console = Console(stderr=True)
-    retry = _samples_to_retry(run_dir, args, console)
+    retry = samples_to_retry(run_dir, args, console)
     total, done_before = progress_counts(run_dir, items, args.epochs)
 
     def audit_now(on_sample):  # noqa: ANN001, ANN202
@@ -60,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.quiet:
         style = args.prompt_style + (", condensed" if args.condensed else "")
         print_results(results, title=f"{args.model} - {args.mode} - {args.modality} - {style}")
-    _warn_server_errors(results)
+    report_server_failures(results, console)  # an error when the server answered nothing
     return 0
 
 
@@ -93,25 +91,6 @@ def identity_of(audit, args: argparse.Namespace) -> dict:  # noqa: ANN001
             "prompt_style": args.prompt_style, "condensed": bool(args.condensed),
             "text_encoding": text_encoding_of(args).to_json() if args.modality in ("text", "both") else None,
             "option_shuffle": SHUFFLE_VERSION}
-
-
-def _samples_to_retry(run_dir, args: argparse.Namespace, console) -> set[str]:  # noqa: ANN001
-    """With ``--retry-errors``: drop the finished samples that have a server error, so they run again."""
-    if not args.retry_errors:
-        return set()
-    retry = set(run_dir.drop_samples(lambda row: any(t.get("error") for t in row["turns"])))
-    console.print(f"running {len(retry)} sample(s) with server errors again", highlight=False)
-    return retry
-
-
-def _warn_server_errors(results: dict) -> None:
-    errors = results["overall"]["turns"]["errors"]
-    if errors:
-        from rich.console import Console
-
-        Console(stderr=True, emoji=False).print(
-            f"[yellow]warning:[/] {errors} turn(s) got no answer from the server after retries and are scored wrong "
-            f"(see their 'error' in samples.jsonl); rerun with --retry-errors to ask those samples again")
 
 
 def _fmt(metric: dict) -> str:
@@ -150,6 +129,6 @@ def print_results(results: dict, title: str = "") -> None:
     console.print(stages)
     print_epochs(results, console)
     print_usage(results, console)
-    if not results.get("complete", True):
+    if results.get("n_finished", 0) < results.get("n_items", 0):
         console.print(f"[yellow]{results['n_finished']} of {results['n_items']} samples finished; rerun to resume[/]")
 

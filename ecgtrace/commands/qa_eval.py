@@ -27,8 +27,8 @@ def run(args: argparse.Namespace) -> int:
 
     from ecgtrace.agents.exam.qa_runner import identity_for, run_qa
     from ecgtrace.commands._model_options import (ask_at_terminal, check_model_options, make_model, pricing_of, prompt_budget_of,
-                                                  progress_counts, report_skipped, run_settings, run_with_progress,
-                                                  text_encoding_of)
+                                                  progress_counts, report_server_failures, report_skipped, run_settings,
+                                                  run_with_progress, samples_to_retry, text_encoding_of)
     from ecgtrace.runlog import RunDir
 
     check_model_options(args)
@@ -45,6 +45,7 @@ def run(args: argparse.Namespace) -> int:
     if rubrics:
         identity["judge_rubrics"] = sorted({f"{r.id}@{r.version}" for r in rubrics.values()})
     run_dir = RunDir.open(args.run, identity, run_settings(args, qa.path, judge_base_url=args.judge_base_url), kind="qa")
+    samples_to_retry(run_dir, args, console)
     total, done_before = progress_counts(run_dir, items, args.epochs)
 
     def evaluate(on_sample):  # noqa: ANN001, ANN202
@@ -57,6 +58,7 @@ def run(args: argparse.Namespace) -> int:
     report_skipped(results, console)  # an error when nothing was asked
     if not args.quiet:
         print_results(results, title=f"{args.model} - {args.modality}")
+    report_server_failures(results, console)  # an error when the server answered nothing
     return 0
 
 
@@ -160,5 +162,5 @@ def print_results(results: dict, title: str = "") -> None:
 
     print_epochs(results, console)
     print_usage(results, console)
-    if not results.get("complete", True):
+    if results.get("n_finished", 0) < results.get("n_items", 0):
         console.print(f"[yellow]{results['n_finished']} of {results['n_items']} samples finished; rerun to resume[/]")

@@ -59,7 +59,7 @@ def test_a_key_echoed_in_a_500_body_never_reaches_samples_checkpoints_or_the_rep
     with HostileServer(echo_key_500) as server:
         code = _exam("audit", write_audit(tmp_path / "audit", 2), server, tmp_path / "run")
         qa_code = _exam("qa-eval", _qa_dataset(tmp_path), server, tmp_path / "qa_run", "--limit", "2")
-    assert code in (0, 3) and qa_code in (0, 3)  # every turn failed: a recorded failure (exit 3 once preflight/outcome checks land)
+    assert code == 2 and qa_code == 2  # every turn failed: recorded, and an error exit (before: 0 and complete: true)
     assert main(["report", str(tmp_path / "run")]) == 0
     assert main(["report", str(tmp_path / "qa_run")]) == 0
     err = capsys.readouterr().err
@@ -149,3 +149,54 @@ def test_the_examinee_itself_refuses_a_nan_timeout():
         make_examinee("openai:m", base_url="http://127.0.0.1:9/v1", timeout_s=float("nan"))  # `ecgtrace debug --ask` path
     with pytest.raises(ModelError, match="backoff"):
         make_examinee("openai:m", base_url="http://127.0.0.1:9/v1", backoff_s=-5.0)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _results(run: Path) -> dict:
+    return json.loads((run / "results.json").read_text())
+
+
+def test_a_dead_endpoint_is_an_error_exit_not_a_complete_run(tmp_path, key, capsys):
+    dead = f"http://127.0.0.1:{_free_port()}/v1"  # nothing listens there: every request is refused
+    for command, dataset in (("audit", write_audit(tmp_path / "audit", 2)), ("qa-eval", _qa_dataset(tmp_path))):
+        run = tmp_path / f"run-{command}"
+        code = main([command, str(dataset), "--model", "openai:mock", "--base-url", dead, "--api-key-env", "HOSTILE_KEY", "--run", str(run),
+                     "--modality", "text", "--quiet", "--max-attempts", "1", "--timeout", "2", "--limit", "2"])
+        err = capsys.readouterr().err
+        assert code == 2, command  # before: 0, with results.json saying complete: true
+        assert "error: the model server answered none of the" in err and "--retry-errors" in err
+        results = _results(run)
+        assert results["complete"] is False and results["server_failures"]["n_failed"] == results["server_failures"]["n_turns"] > 0
+
+
+def test_a_malformed_endpoint_is_an_error_exit(tmp_path, key, capsys):
+    with HostileServer(lambda request: Response(200, b"<html>not an API</html>")) as server:
+        code = _exam("qa-eval", _qa_dataset(tmp_path), server, tmp_path / "run", "--limit", "2")
+    assert code == 2 and "answered none" in capsys.readouterr().err
+    assert _results(tmp_path / "run")["complete"] is False
+
+
+def test_some_failed_turns_warn_mark_the_run_incomplete_and_retry_errors_asks_again(tmp_path, key, capsys):
+    calls: list[int] = []
+
+    def flaky(request) -> Response:
+        calls.append(1)
+        return error(500, "down for a moment") if len(calls) == 1 else chat("A")
+
+    dataset = _qa_dataset(tmp_path)
+    with HostileServer(flaky) as server:
+        assert _exam("qa-eval", dataset, server, tmp_path / "run", "--limit", "3", "--max-attempts", "1") == 0
+        err = capsys.readouterr().err
+        assert "warning: 1 of" in err and "--retry-errors" in err
+        first = _results(tmp_path / "run")
+        assert first["complete"] is False and first["server_failures"]["n_failed"] == 1
+        assert _exam("qa-eval", dataset, server, tmp_path / "run", "--limit", "3", "--retry-errors") == 0
+    again = _results(tmp_path / "run")
+    assert again["complete"] is True and again["server_failures"]["n_failed"] == 0 and again["n_finished"] == 3
