@@ -108,7 +108,7 @@ def build_dataset(records: list[str], out_dir: str | os.PathLike[str], options: 
     """
     from ecgtrace.agents.holter.dataset import write_dataset
 
-    check_build_options(jobs=jobs, dev_fraction=dev_fraction)
+    check_build_options(jobs=jobs, dev_fraction=dev_fraction, fs_hz=options.get("fs_hz"))
     out = str(Path(out_dir).resolve())
     cache = None if cache_dir is None else str(Path(cache_dir).resolve())
     templates_for(options)  # fail early on a bad template or record, before any folder or worker exists
@@ -127,8 +127,12 @@ def build_dataset(records: list[str], out_dir: str | os.PathLike[str], options: 
     return manifest
 
 
-def check_build_options(*, jobs: int, dev_fraction: float) -> None:
-    """One ``error:`` line for a job count below 1 or a dev share outside [0, 1], before any work."""
+def check_build_options(*, jobs: int, dev_fraction: float, fs_hz: float | None = None) -> None:
+    """One ``error:`` line for a job count below 1, a dev share outside [0, 1] or a sampling rate that is no rate, before any work.
+
+    ``fs_hz`` (``--fs``, for annotation-only records) was ignored for signal
+    records whatever its value; a negative or nan rate is refused for every record.
+    """
     import math
 
     from ecgtrace.errors import EcgTraceError
@@ -137,6 +141,8 @@ def check_build_options(*, jobs: int, dev_fraction: float) -> None:
         raise EcgTraceError(f"--jobs must be at least 1, got {jobs}")
     if not (math.isfinite(dev_fraction) and 0.0 <= dev_fraction <= 1.0):
         raise EcgTraceError(f"--dev-fraction is a share of the records, between 0 and 1; got {dev_fraction:g}")
+    if fs_hz is not None and not (math.isfinite(fs_hz) and fs_hz > 0):
+        raise EcgTraceError(f"--fs must be a positive sampling rate in Hz, got {fs_hz:g}")
 
 
 def mark_unfinished(out: str, records: list[str]) -> Path:
