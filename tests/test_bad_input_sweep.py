@@ -46,6 +46,7 @@ COMMANDS: list[list[str]] = [
     ["debug", "{BAD}", "--sample", "x"],
     ["bias", "{BAD}"],
     ["export", "erb", "{BAD}", "--out", "{OUT}"],
+    ["view", "{BAD}", "--static", "{OUT}"],
 ]
 
 

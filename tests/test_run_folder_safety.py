@@ -139,7 +139,7 @@ def test_samples_jsonl_as_a_folder_is_an_error_for_every_reader(finished_run, tm
     (finished_run / "samples.jsonl").mkdir()
     for argv in (["audit", str(tmp_path / "ds"), "--model", "oracle", "--run", str(finished_run), "--modality", "text", "--quiet"],
                  ["report", str(finished_run)], ["compare", str(finished_run), str(finished_run)],
-                 ["debug", str(finished_run), "--sample", "af-0000", "--all"]):
+                 ["debug", str(finished_run), "--sample", "af-0000", "--all"], ["view", str(finished_run), "--static", str(tmp_path / "v")]):
         assert main(argv) == 2, argv
         assert "samples.jsonl is not a file" in _error(capsys)
 
@@ -155,7 +155,7 @@ def test_sample_lines_without_an_id_are_named_by_every_reader(finished_run, tmp_
         handle.write('{"turns": []}\n')
     for argv in (["audit", str(tmp_path / "ds"), "--model", "oracle", "--run", str(finished_run), "--modality", "text", "--quiet"],
                  ["report", str(finished_run)], ["compare", str(finished_run), str(finished_run)],
-                 ["debug", str(finished_run), "--sample", "af-0000", "--all"]):
+                 ["debug", str(finished_run), "--sample", "af-0000", "--all"], ["view", str(finished_run), "--static", str(tmp_path / "v")]):
         assert main(argv) == 2, argv  # before: KeyError 'id'
         assert "samples.jsonl:4: not a finished sample" in _error(capsys)
 
@@ -173,7 +173,8 @@ def test_non_utf8_bytes_in_every_jsonl_input_name_file_and_line(finished_run, tm
              (["qa-eval", str(bad_qa), "--model", "oracle", "--run", str(tmp_path / "r2"), "--modality", "text", "--quiet"], "qa.jsonl:1"),
              (["bias", str(bad_qa)], "qa.jsonl:1"), (["bias", str(bad_audit)], "audit.jsonl:4"),
              (["report", str(finished_run)], "samples.jsonl:4"), (["compare", str(finished_run), str(finished_run)], "samples.jsonl:4"),
-             (["debug", str(finished_run), "--sample", "af-0000", "--all"], "samples.jsonl:4")]
+             (["debug", str(finished_run), "--sample", "af-0000", "--all"], "samples.jsonl:4"),
+             (["view", str(finished_run), "--static", str(tmp_path / "v")], "samples.jsonl:4")]
     for argv, where in cases:
         assert main(argv) == 2, argv  # before: UnicodeDecodeError tracebacks
         line = _error(capsys)
