@@ -42,7 +42,7 @@ from tests.support.audit_items import write_audit  # noqa: E402
 
 def start_server(items: Path, delay: float) -> tuple[subprocess.Popen, str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, str(ROOT / "tests/support/mock_openai.py"), "--items", str(items), "--delay", str(delay)],
+    proc = subprocess.Popen([sys.executable, "-m", "ecgtrace.agents.exam.mock_server", "--items", str(items), "--delay", str(delay)],
                             stdout=subprocess.PIPE, text=True, env=env)
     line = proc.stdout.readline()
     return proc, f"http://127.0.0.1:{int(line.split()[1])}/v1"

@@ -6,13 +6,16 @@ only the standard library at module level, so ``ecgtrace --help`` stays fast:
 neurokit2, langchain and matplotlib are imported inside ``run`` when needed.
 
 Every :class:`~ecgtrace.errors.EcgTraceError` becomes one ``error:`` line and a
-non-zero exit code, never a traceback.
+non-zero exit code, never a traceback. Output piped into a reader that stops
+early (``ecgtrace compare --json | head``) ends quietly with exit code 1, no
+traceback (rich does the same for tables).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import signal
 import sys
 import warnings
@@ -40,11 +43,25 @@ COMMANDS: tuple[str, ...] = (
     "view",
     "debug",
     "bias",
+    "mock-server",
 )
 
 
 #: Commands whose module name differs from the command (``import`` is a Python keyword).
 MODULE_NAMES: dict[str, str] = {"import": "import_"}
+
+
+#: Exit code when the reader of stdout went away: 1, as rich itself exits when a table hits a closed pipe.
+EXIT_BROKEN_PIPE = 1
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush cannot raise on the closed pipe again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # no real file descriptor (captured output): nothing to silence
+        pass
 
 
 def _command_module(name: str):
@@ -87,7 +104,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     warnings.showwarning = show_warning
     previous_sigterm = _stop_cleanly_on_sigterm()
     try:
-        return int(args._run(args) or 0)
+        code = int(args._run(args) or 0)
+        sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
+        return code
+    except BrokenPipeError:
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
     except EcgTraceError as exc:
         err.print(f"[bold red]error:[/] {escape(redact(str(exc)))}", soft_wrap=True)
         return exc.exit_code

@@ -55,6 +55,12 @@ class InteropError(EcgTraceError):
     """A file in another benchmark's format cannot be read, or a run cannot be written in one."""
 
 
+class ExamFailedError(ModelError):
+    """An examination ran but no turn got an answer (every request failed): a failed run, not a 0% score."""
+
+    exit_code: int = 3
+
+
 class OutputError(EcgTraceError):
     """An output cannot be written (read-only or full disk, a path under a file, a symbolic link where a file belongs)."""
 

@@ -73,6 +73,11 @@ def _r(x: float) -> float:
     return round(float(x), 6)
 
 
+def _sig(p: float) -> float:
+    """A p-value to 6 significant digits: rounding to 6 decimals would turn 1e-9 into 0."""
+    return float(f"{float(p):.6g}")
+
+
 def wilson(k: int, n: int, z: float = Z95) -> tuple[float, float]:
     """Wilson score interval for ``k`` successes in ``n`` trials; (0, 1) when n == 0."""
     if n <= 0:
@@ -253,9 +258,9 @@ def mcnemar(b: int, c: int) -> dict[str, Any]:
     if n < EXACT_BELOW:
         k = min(b, c)
         tail = sum(math.comb(n, i) for i in range(k + 1)) / 2**n
-        return {"b": b, "c": c, "method": "exact", "statistic": None, "p_value": _r(min(1.0, 2 * tail))}
+        return {"b": b, "c": c, "method": "exact", "statistic": None, "p_value": _sig(min(1.0, 2 * tail))}
     stat = (abs(b - c) - 1) ** 2 / n
-    return {"b": b, "c": c, "method": "chi2-cc", "statistic": _r(stat), "p_value": _r(math.erfc(math.sqrt(stat / 2)))}
+    return {"b": b, "c": c, "method": "chi2-cc", "statistic": _r(stat), "p_value": _sig(math.erfc(math.sqrt(stat / 2)))}
 
 
 def _units(sample: dict[str, Any]) -> dict[str, dict[Any, bool]]:

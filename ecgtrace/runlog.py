@@ -227,6 +227,14 @@ class RunDir:
         return dropped
 
     def write_results(self, results: dict[str, Any]) -> Path:
+        """Write ``results.json`` atomically; an unchanged file is left alone, so a rerun that asks nothing changes nothing."""
+        import json
+
+        try:
+            if json.loads(self.results_path.read_text(encoding="utf-8")) == json.loads(to_json_text(results)):
+                return self.results_path
+        except (OSError, ValueError):
+            pass
         return write_json_atomic(self.results_path, results)
 
     def thread_id(self, sample_id: str) -> str:

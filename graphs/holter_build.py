@@ -47,7 +47,7 @@ def _run_records(records: list[str], out: str, options: BuildOptions, cache_dir:
 
     parts: dict[str, str] = {}
     with Progress(TextColumn("[bold]build[/]"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
-                  console=console, transient=False, disable=console is None) as progress:
+                  console=console, transient=True, disable=console is None or not console.is_terminal) as progress:
         task = progress.add_task("records", total=len(records))
         if jobs <= 1 or len(records) == 1:
             for record in records:
@@ -79,20 +79,44 @@ def _gather(records: list[str], parts: dict[str, str]) -> tuple[list[dict[str, A
     return items, dropped, refs
 
 
-def _write_audit(refs: list[dict[str, Any]], out: str, seed: int, cache_dir: str | None, console: Any) -> None:
-    """``audit.jsonl`` (reasoning-audit items) of the records with signals; a failure is reported, never fatal."""
+def _read_bytes(path: Path) -> bytes | None:
+    return path.read_bytes() if path.is_file() else None
+
+
+def _write_audit(refs: list[dict[str, Any]], out: str, seed: int, cache_dir: str | None, console: Any) -> dict[str, Any]:
+    """Write ``audit.jsonl`` unless the folder already holds the same build; ``{"items", "reused"}``, or ``{"error"}``.
+
+    A failure is reported, never fatal: the QA dataset stands on its own.
+    """
     if importlib.util.find_spec("ecgtrace.agents.audit.builder") is None:
-        return
+        return {}
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     from ecgtrace.agents.audit.builder import write_audit_dataset
+    from ecgtrace.agents.audit.freshness import audit_build_key, current_audit_summary
     from ecgtrace.tools.annotate import annotation_store_dir
 
-    if console is not None:
-        console.print("writing audit.jsonl (reasoning-audit items) ...")
-    try:
-        write_audit_dataset([r["path"] for r in refs if r.get("leads")], out, seed=seed, cache_dir=annotation_store_dir(cache_dir))
-    except Exception as exc:  # noqa: BLE001 - the QA dataset stands on its own; report the audit failure
-        if console is not None:
-            console.print(f"[yellow]warning:[/] audit.jsonl not written ({type(exc).__name__}: {exc})")
+    usable = [r for r in refs if r.get("leads")]
+    key = audit_build_key({r["path"]: r["hash"] for r in usable}, seed=seed)
+    current = current_audit_summary(out, key)
+    if current is not None:
+        return {"items": current["n_items"], "reused": True}
+    with Progress(TextColumn("[bold]audit items[/]"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
+                  TimeElapsedColumn(), console=console, transient=False, disable=console is None) as progress:
+        task = progress.add_task("records measured", total=max(1, len(usable)))
+
+        def show(step: str, done: int, total: int) -> None:
+            what = "records measured" if step == "records" else "items rendered (PNG + text)"
+            progress.update(task, completed=done, total=max(1, total), description=what)
+
+        try:
+            summary = write_audit_dataset([r["path"] for r in usable], out, seed=seed, cache_dir=annotation_store_dir(cache_dir),
+                                          build_key=key, on_progress=show)
+        except Exception as exc:  # noqa: BLE001 - the QA dataset stands on its own; report the audit failure
+            if console is not None:
+                console.print(f"[yellow]warning:[/] audit.jsonl not written ({type(exc).__name__}: {exc})")
+            return {"error": f"{type(exc).__name__}: {exc}"}
+    return {"items": summary["n_items"], "reused": False}
 
 
 def build_dataset(records: list[str], out_dir: str | os.PathLike[str], options: BuildOptions, *, jobs: int = 2, console: Any = None,
@@ -101,6 +125,10 @@ def build_dataset(records: list[str], out_dir: str | os.PathLike[str], options: 
 
     ``cache_dir``: the annotation cache root (default: the user's ecgtrace
     cache, ``$ECGTRACE_CACHE`` or the platform cache folder; never a record's folder).
+    The returned manifest also says what this call changed: ``qa_changed`` (whether
+    ``qa.jsonl`` or ``manifest.json`` got other bytes) and ``audit``
+    (``{"items", "reused"}``, or ``{"error"}``). A rerun on unchanged records,
+    seed and versions keeps ``audit.jsonl`` (:mod:`ecgtrace.agents.audit.freshness`).
 
     Raises:
         EcgTraceError: a bad template or record (before anything is written),
@@ -120,9 +148,11 @@ def build_dataset(records: list[str], out_dir: str | os.PathLike[str], options: 
         parts = _run_records(records, out, options, cache, jobs, console)
         items, dropped, refs = _gather(records, parts)
         seed = int(options.get("seed", 0))
+        before = _read_bytes(Path(out) / "qa.jsonl"), _read_bytes(Path(out) / "manifest.json")
         manifest = write_dataset(items, dropped, refs, out, seed=seed, versions=build_versions(options), dev_fraction=dev_fraction)
+        manifest["qa_changed"] = before != (_read_bytes(Path(out) / "qa.jsonl"), _read_bytes(Path(out) / "manifest.json"))
         if audit:
-            _write_audit(refs, out, seed, cache, console)
+            manifest["audit"] = _write_audit(refs, out, seed, cache, console)
         state.unlink()  # every file is there: the folder is a dataset now
     return manifest
 

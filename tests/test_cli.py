@@ -92,3 +92,36 @@ def test_qa_eval_sends_temperature_and_keeps_backoff_as_a_setting(tmp_path, monk
         assert all("temperature" not in body for body in server.requests[sent:])
     assert "temperature" not in json.loads((tmp_path / "plain" / "header.json").read_text())["identity"]  # earlier runs keep their identity
     assert main([*base, "--run", str(tmp_path / "neg"), "--backoff", "-1"]) == 2
+
+
+def test_debug_shows_where_the_ecg_is_and_view_prints_the_sample_url(tmp_path, capsys, monkeypatch):
+    import importlib.util
+    from pathlib import Path
+
+    audit = Path(__file__).resolve().parent / "fixtures" / "audit_small.jsonl"
+    assert main(["audit", str(audit), "--model", "random", "--modality", "text", "--seed", "3", "--run", str(tmp_path / "run"), "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["debug", str(tmp_path / "run"), "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    text = shown["ecg"]["files"]["text"]
+    assert text["exists"] and Path(text["path"]).is_absolute() and text["path"].endswith(f"{shown['sample']['id']}.txt")
+    assert shown["ecg"]["record"] == "synth/holter" and shown["broke_at"] is not None  # no --sample: the first broken chain
+    sample = shown["sample"]["id"]
+    if importlib.util.find_spec("ecgtrace.commands.view") is None:
+        assert main(["debug", str(tmp_path / "run"), "--sample", sample, "--view"]) == 0
+        out = " ".join(capsys.readouterr().out.split())
+        assert f"ecgtrace view {tmp_path / 'run'}" in out and f"?sample={sample}" in out
+    else:  # the viewer is installed: it is started on the port whose URL was printed
+        import ecgtrace.commands.view as view
+
+        started = {}
+        monkeypatch.setattr(view, "run", lambda args: started.update(vars(args)) or 0)
+        assert main(["debug", str(tmp_path / "run"), "--sample", sample, "--view"]) == 0
+        out = capsys.readouterr().out
+        assert f"http://127.0.0.1:{started['port']}/?sample={sample}" in out and started["runs"] == [str(tmp_path / "run")]
+
+
+def test_synth_json(tmp_path, capsys):
+    assert main(["synth", "--out", str(tmp_path), "--hours", "0.05", "--seed", "1", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["n_beats"] > 100 and out["hours"] == 0.05 and out["record"].endswith("holter")

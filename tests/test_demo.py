@@ -13,6 +13,12 @@ def test_demo_end_to_end_and_resume(tmp_path, capsys):
     assert main(argv) == 0
     first = capsys.readouterr().out
     assert "how well each examinee reads the ECG" in first and "GT-RDA" in first
+    assert "…" not in first  # nothing cut at the test's 80 columns
+    chance = next(line for line in first.splitlines() if line.startswith("chance "))
+    assert "50.0%" in chance  # Yes/No initial questions: a uniform guess is right half the time
+    notes = " ".join(first.split())
+    assert "oracle answers from the ground truth" in notes and "prior never sees the ECG" in notes
+    assert "vs chance" in notes and "decisions have a prior of their own" in notes
     assert (out / "dataset" / "qa.jsonl").exists() and (out / "dataset" / "audit.jsonl").exists()
     results = {}
     for model in ("oracle", "random", "prior"):
@@ -30,6 +36,7 @@ def test_demo_end_to_end_and_resume(tmp_path, capsys):
     assert main(argv) == 0
     second = capsys.readouterr().out
     assert "reusing the synthetic record" in second
+    assert "nothing to do:" in second and "demo steps that did work" not in second
     for (kind, model), before in results.items():
         after = json.loads((out / "runs" / f"{kind}-{model}" / "results.json").read_text())
         assert after["overall"] == before["overall"]

@@ -337,6 +337,8 @@ def write_audit_dataset(
     diagnoses: list[str] | None = None,
     render_assets: bool = True,
     cache_dir: str | os.PathLike[str] | None = None,
+    build_key: str | None = None,
+    on_progress: Any = None,
 ) -> dict[str, Any]:
     """Build items for every record, balance them per diagnosis, write ``out_dir/audit.jsonl`` (+ assets).
 
@@ -347,7 +349,9 @@ def write_audit_dataset(
     when there is no positive). A record that cannot be read is listed in
     ``failed_records`` and skipped. Returns a plain-JSON summary (items per
     diagnosis, drop reasons, agreement with expert labels), also written to
-    ``out_dir/audit_summary.json``.
+    ``out_dir/audit_summary.json`` with ``build_key`` (:func:`ecgtrace.agents.audit.freshness.audit_build_key`) when given.
+    ``on_progress(step, done, total)`` is called after each record (``"records"``)
+    and each rendered item (``"render"``).
     """
     from ecgtrace.jsonio import write_json_atomic, write_jsonl_atomic
 
@@ -357,7 +361,9 @@ def write_audit_dataset(
     drops: dict[str, Counter] = defaultdict(Counter)
     agreement: dict[str, Counter] = defaultdict(Counter)
     failed: list[str] = []
-    for record in records:
+    progress = on_progress or (lambda step, done, total: None)
+    for done, record in enumerate(records, start=1):
+        progress("records", done - 1, len(records))
         try:
             built = build_record(record, seed=seed, max_per_diagnosis=max_per_diagnosis, graphs=graphs, diagnoses=diagnoses, cache_dir=cache_dir)
         except EcgTraceError as exc:  # one unreadable record must not cost the others their items
@@ -368,6 +374,7 @@ def write_audit_dataset(
             drops[diagnosis].update(counter)
         for diagnosis, counter in built.agreement.items():
             agreement[diagnosis].update(counter)
+        progress("records", done, len(records))
     merged = RecordBuild(items=items, drops=drops)
     for diagnosis in sorted({item["diagnosis"] for item in items}):
         _balance(merged, diagnosis, _rng(seed, "dataset", diagnosis))
@@ -376,8 +383,9 @@ def write_audit_dataset(
     balance_leads(items, graphs, _rng(seed, "dataset", "leads"))
     balance_measurement(items, _rng(seed, "dataset", "measurement"))
     if render_assets:
-        for item in items:
+        for done, item in enumerate(items, start=1):
             render_item_assets(item, out)
+            progress("render", done, len(items))
     path = write_jsonl_atomic(out / "audit.jsonl", items)
     per_diagnosis: dict[str, dict[str, int]] = {}
     for item in items:
@@ -398,5 +406,7 @@ def write_audit_dataset(
         from ecgtrace.agents.exam.text_sizes import text_token_table
 
         summary["text_tokens"] = text_token_table(items, out, has_text=lambda it: bool((it.get("assets") or {}).get("text")))
+    if build_key:
+        summary["build_key"] = build_key
     write_json_atomic(out / "audit_summary.json", {**summary, "path": path.name})  # relative: the folder may move
     return summary

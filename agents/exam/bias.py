@@ -41,6 +41,7 @@ from typing import Any
 
 import numpy as np
 
+from ecgtrace.agents.exam.baselines import chance_of, poisson_binomial_sf
 from ecgtrace.errors import EcgTraceError
 
 MIN_N = 5
@@ -95,21 +96,6 @@ def _qa_questions(file: Path) -> list[dict[str, Any]]:
 
 # ------------------------------------------------------------------ statistics
 
-def poisson_binomial_sf(hits: int, probs: list[float]) -> float:
-    """``P(X >= hits)`` for X a sum of independent Bernoulli(p_i); exact."""
-    if hits <= 0:
-        return 1.0
-    from scipy.stats import binom
-
-    pmf = np.array([1.0])
-    counts: dict[float, int] = defaultdict(int)
-    for p in probs:
-        counts[round(float(p), 12)] += 1
-    for p, n in sorted(counts.items()):
-        pmf = np.convolve(pmf, binom.pmf(np.arange(n + 1), n, p))
-    return float(min(1.0, max(0.0, pmf[hits:].sum()))) if hits < pmf.size else 0.0
-
-
 def _position(questions: list[dict[str, Any]]) -> dict[str, Any]:
     single = [q for q in questions if not q["multi"]]
     width = max((len(q["options"]) for q in single), default=0)
@@ -150,7 +136,7 @@ def _length(questions: list[dict[str, Any]], longest: bool) -> dict[str, Any]:
 def _select_all(questions: list[dict[str, Any]]) -> dict[str, Any]:
     multi = [q for q in questions if q["multi"]]
     hits = sum(1 for q in multi if sorted(q["answer"]) == sorted(q["options"]))
-    probs = [1.0 / (2 ** len(q["options"]) - 1) for q in multi]
+    probs = [chance_of(q["options"], multi=True) for q in multi]
     n = len(multi)
     return {"n": n, "hits": hits, "rate": round(hits / n, 6) if n else None, "chance": round(sum(probs) / n, 6) if n else None,
             "p": poisson_binomial_sf(hits, probs) if n >= MIN_N else None}
@@ -173,7 +159,7 @@ def prior_answers(questions: list[dict[str, Any]]) -> list[bool]:
 
 def _prior(questions: list[dict[str, Any]]) -> dict[str, Any]:
     hits = sum(1 for q in questions if q["prior_ok"])
-    probs = [1.0 / (2 ** len(q["options"]) - 1) if q["multi"] else 1.0 / len(q["options"]) for q in questions]
+    probs = [chance_of(q["options"], q["multi"]) for q in questions]
     n = len(questions)
     return {"n": n, "correct": hits, "accuracy": round(hits / n, 6) if n else None, "chance": round(sum(probs) / n, 6) if n else None,
             "p": poisson_binomial_sf(hits, probs) if n >= MIN_N else None}

@@ -143,11 +143,8 @@ def write_exam_results(run: Any, items: Sequence[Any], summarize: Callable[[list
     rows = [r for r in run.samples() if item_id_of(r) in wanted and int(r.get("epoch") or 0) < epochs]
     first = [r for r in rows if not r.get("epoch")]
     skipped = [r for r in first if r.get("skipped")]
-    failures = server_failures(answered(rows))
-    # complete: every sample finished and every request answered (a dead endpoint finishes every sample with errors)
     results = {**extra, "run_id": run.run_id, "n_items": len(items), "n_finished": len(first), "n_answered": len(first) - len(skipped),
-               "complete": len(rows) == len(items) * epochs and failures["n_failed"] == 0, **summarize(answered(first))}
-    results["server_failures"] = failures
+               "complete": len(rows) == len(items) * epochs, **summarize(answered(first))}
     results["skipped"] = {"n": len(skipped), "by_kind": dict(sorted(Counter(r["skipped"]["kind"] for r in skipped).items())),
                           "ids": sorted(r["id"] for r in skipped), "budget": budget}
     if epochs > 1 and headline is not None:
@@ -155,15 +152,3 @@ def write_exam_results(run: Any, items: Sequence[Any], summarize: Callable[[list
     results["usage"] = usage_summary(rows, models or {}, pricing)
     run.write_results(results)
     return results
-
-
-def server_failures(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
-    """``{n_turns, n_failed, first}``: turns asked, turns the server never answered (after retries), the first such error.
-
-    A turn that was not sent (it would not fit the prompt budget, or its
-    encoding failed: ``error`` starting ``not sent:``) is no server failure.
-    """
-    turns = [t for row in rows for t in (row.get("turns") or []) if isinstance(t, dict)]
-    asked = [t for t in turns if not str(t.get("error") or "").startswith("not sent:")]
-    failed = [t for t in asked if t.get("error")]
-    return {"n_turns": len(asked), "n_failed": len(failed), "first": str(failed[0]["error"])[:300] if failed else None}

@@ -41,8 +41,6 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--temperature", type=float, default=None, help="sampling temperature (default: the server's)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random examinee, the --limit sample and the --epochs shuffles (default 0)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar or table")
-    parser.add_argument("--retry-errors", action="store_true",
-                        help="on resume, run again the finished samples that have a server error in any turn")
     add_run_controls(parser)
 
 
@@ -235,37 +233,3 @@ def print_epochs(results: dict[str, Any], console: Any) -> None:
     console.print(f"{block['epochs']} epochs (options shuffled after the first): {means}; samples that answer alike in every epoch: {share}",
                   highlight=False, markup=False)
 
-
-def _has_server_error(row: dict[str, Any]) -> bool:
-    return any(isinstance(t, dict) and t.get("error") and not str(t["error"]).startswith("not sent:") for t in row.get("turns") or [])
-
-
-def samples_to_retry(run_dir: Any, args: argparse.Namespace, console: Any) -> set[str]:
-    """With ``--retry-errors``: drop the finished samples that have a server error, so they run again; their ids."""
-    if not getattr(args, "retry_errors", False):
-        return set()
-    retry = set(run_dir.drop_samples(_has_server_error))
-    console.print(f"running {len(retry)} sample(s) with server errors again", highlight=False)
-    return retry
-
-
-def report_server_failures(results: dict[str, Any], console: Any) -> None:
-    """A warning for turns the server never answered; an error (non-zero exit) when it answered none.
-
-    A dead or malformed endpoint finishes every sample with errors in every
-    turn: that is no measurement, and results.json says ``complete: false``.
-    """
-    from ecgtrace.errors import ModelError
-    from ecgtrace.redact import redact
-
-    failures = results.get("server_failures") or {}
-    n_failed, n_turns = int(failures.get("n_failed") or 0), int(failures.get("n_turns") or 0)
-    if not n_failed:
-        return
-    first = redact(str(failures.get("first") or ""))
-    if n_failed == n_turns:
-        raise ModelError(f"the model server answered none of the {n_turns} request(s) (first error: {first}); nothing was measured. "
-                         "Check --base-url, --model and the API key, then run the same command with --retry-errors")
-    console.print(f"[yellow]warning:[/] {n_failed} of {n_turns} turn(s) got no answer from the server after retries and are scored "
-                  "wrong (see their 'error' in samples.jsonl); rerun with --retry-errors to ask those samples again",
-                  highlight=False)

@@ -12,6 +12,9 @@ HELP = "Audit a model's ECG reasoning turn by turn (resumable: rerun the same co
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from ecgtrace.commands._exam_run import add_retry_option
+    from ecgtrace.commands._output import add_json_option
+
     parser.add_argument("audit", help="audit.jsonl (or the folder holding it)")
     add_model_options(parser)
     parser.add_argument("--mode", choices=EXAM_MODES, default="teacher",
@@ -20,46 +23,46 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="lettered: options as 'A. ...', answered by letter (default); erb: ERB's layout, full option texts, no letters")
     parser.add_argument("--condensed", action="store_true",
                         help="show a question's options only while it is asked; earlier questions stay in the chat as their text (ERB's condensed chat)")
+    add_retry_option(parser)
     parser.add_argument("--keep-checkpoints", action="store_true",
                         help="keep finished samples' LangGraph threads in RUNDIR/checkpoints.sqlite (default: dropped once in samples.jsonl)")
+    add_json_option(parser, "results.json")
 
 
 def run(args: argparse.Namespace) -> int:
     import asyncio
 
-    from rich.console import Console
-
+    from ecgtrace.commands._exam_run import announce, finish, prepare_run
     from ecgtrace.commands._model_options import (ask_at_terminal, check_model_options, make_model, pricing_of, prompt_budget_of,
-                                                  progress_counts, report_server_failures, report_skipped, run_settings,
-                                                  run_with_progress, samples_to_retry, text_encoding_of)
+                                                  report_skipped, run_settings, run_with_progress, text_encoding_of)
+    from ecgtrace.commands._output import make_console
+    from ecgtrace.contracts.runs import sample_key
     from ecgtrace.graphs.audit_runner import run_audit
-    from ecgtrace.runlog import RunDir
 
     check_model_options(args)
     encoding, pricing = text_encoding_of(args), pricing_of(args)
     audit, items = _load_items(args)
     examinee = make_model(args)
-    budget = prompt_budget_of(args, examinee)
-    run_dir = RunDir.open(args.run, identity_of(audit, args), run_settings(args, audit.path), kind="audit")
-    console = Console(stderr=True)
-    retry = samples_to_retry(run_dir, args, console)
-    total, done_before = progress_counts(run_dir, items, args.epochs)
+    ids = {sample_key(it.id, epoch) for epoch in range(args.epochs) for it in items}
+    console = make_console(stderr=True)
+    prepared = prepare_run(args, identity_of(audit, args), run_settings(args, audit.path), kind="audit", item_ids=ids,
+                           examinees=[("model", examinee)])
+    run_dir = prepared.run_dir
+    announce(prepared, args, len(ids), console)
+    budget = prompt_budget_of(args, examinee) if prepared.todo else None  # asks the server for its context: only when needed
 
     def audit_now(on_sample):  # noqa: ANN001, ANN202
         return asyncio.run(run_audit(audit, run_dir, examinee, mode=args.mode, modality=args.modality,
-                                     prompt_style=args.prompt_style, condensed=args.condensed, concurrency=args.concurrency,
-                                     items=items, on_sample=on_sample, ask_human=ask_at_terminal(console),
-                                     keep_checkpoints=args.keep_checkpoints, restart=retry, encoding=encoding, budget=budget,
-                                     epochs=args.epochs, seed=args.seed, pricing=pricing))
+                                     prompt_style=args.prompt_style, condensed=args.condensed, concurrency=args.concurrency, items=items, on_sample=on_sample,
+                                     ask_human=ask_at_terminal(console), keep_checkpoints=args.keep_checkpoints,
+                                     restart=prepared.retried, encoding=encoding, budget=budget, epochs=args.epochs,
+                                     seed=args.seed, pricing=pricing))
 
-    results = run_with_progress(audit_now, console=console, label="audit", total=total, done=done_before,
-                                quiet=args.quiet or examinee.interactive)
+    results = run_with_progress(audit_now, console=console, label="audit", total=len(ids), done=prepared.done_before,
+                                quiet=args.quiet or examinee.interactive or prepared.todo == 0)
     report_skipped(results, console)  # an error when nothing was asked
-    if not args.quiet:
-        style = args.prompt_style + (", condensed" if args.condensed else "")
-        print_results(results, title=f"{args.model} - {args.mode} - {args.modality} - {style}")
-    report_server_failures(results, console)  # an error when the server answered nothing
-    return 0
+    style = args.prompt_style + (", condensed" if args.condensed else "")
+    return finish(prepared, ids, results, args, console, print_results, f"{args.model} - {args.mode} - {args.modality} - {style}")
 
 
 def _load_items(args: argparse.Namespace):  # noqa: ANN202
@@ -93,42 +96,37 @@ def identity_of(audit, args: argparse.Namespace) -> dict:  # noqa: ANN001
             "option_shuffle": SHUFFLE_VERSION}
 
 
-def _fmt(metric: dict) -> str:
-    if metric.get("value") is None:
-        return "-"
-    lo, hi = metric["ci95"]
-    if "k" in metric:
-        return f"{100 * metric['value']:.1f}% [{100 * lo:.1f}, {100 * hi:.1f}]"
-    return f"{metric['value']:.2f} [{lo:.2f}, {hi:.2f}]"
-
-
-def print_results(results: dict, title: str = "") -> None:
-    """Rich table: one row per diagnosis plus overall."""
-    from rich.console import Console
+def print_results(results: dict, title: str = "", console=None) -> None:  # noqa: ANN001
+    """Two tables that fit 80 columns: one row per diagnosis plus overall, then per-stage accuracy."""
     from rich.markup import escape
-    from rich.table import Table
 
-    from ecgtrace.commands._model_options import print_epochs, print_usage
+    from ecgtrace.commands._output import INTERVAL_NOTE, add_columns, make_console, metric_cell, new_table
 
-    table = Table(title=escape(f"reasoning audit {title}".strip()))
-    for column in ("diagnosis", "n", "IDA", "GT-RDA", "Decision acc.", "Completion", "Depth (0-4)", "errors"):
-        table.add_column(column, justify="right" if column != "diagnosis" else "left")
+    console = console or make_console()
+    table = new_table(f"reasoning audit {title}".strip(), caption=f"{INTERVAL_NOTE} Dec.: every decision turn. err: turns the server never answered.")
+    add_columns(table, ("diagnosis", "n", "IDA", "GT-RDA", "Dec.", "Compl.", "Depth", "err"), left=("diagnosis",))
     blocks = [*results["per_diagnosis"].items(), ("overall", results["overall"])]
     for name, block in blocks:
-        table.add_row(escape(name), str(block["n"]), _fmt(block["ida"]), _fmt(block["gt_rda"]), _fmt(block.get("decision_acc") or {}),
-                      _fmt(block["completion"]), _fmt(block["depth"]), str(block["turns"]["errors"]),
+        if name == "overall":
+            table.add_section()
+        table.add_row(escape(name), str(block["n"]), metric_cell(block["ida"]), metric_cell(block["gt_rda"]),
+                      metric_cell(block.get("decision_acc") or {}), metric_cell(block["completion"]), metric_cell(block["depth"], pct=False), str(block["turns"]["errors"]),
                       style="bold" if name == "overall" else None)
-    console = Console()
     console.print(table)
-    stages = Table(title="per-stage accuracy (overall)")
-    stages.add_column("stage")
-    stages.add_column("accuracy [95% CI]", justify="right")
-    stages.add_column("n", justify="right")
-    for key, metric in results["overall"]["stages"].items():
-        stages.add_row(key, _fmt(metric), str(metric["n"]))
-    console.print(stages)
+    print_stages(results["overall"]["stages"], console)
+    from ecgtrace.commands._model_options import print_epochs, print_usage
+
     print_epochs(results, console)
     print_usage(results, console)
-    if results.get("n_finished", 0) < results.get("n_items", 0):
+    if not results.get("complete", True):
         console.print(f"[yellow]{results['n_finished']} of {results['n_items']} samples finished; rerun to resume[/]")
 
+
+def print_stages(stages: dict, console) -> None:  # noqa: ANN001
+    from ecgtrace.commands._output import add_columns, fmt_interval, fmt_pct, new_table
+
+    table = new_table("per-stage accuracy (overall)")
+    add_columns(table, ("stage", "accuracy", "95% CI", "k/n"), left=("stage",))
+    for key, metric in stages.items():
+        table.add_row(key, fmt_pct(metric["value"]), fmt_interval(metric), f"{metric.get('k', '-')}/{metric['n']}")
+    console.print(table)

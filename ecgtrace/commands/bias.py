@@ -14,21 +14,39 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--all", action="store_true", help="show every group, not only the overall rows and flagged groups")
 
 
-def _p(block: dict) -> str:
-    if block.get("p") is None:
-        return "-"
-    return f"{block['p_holm']:.2g}"
+#: The probes in the order rows show them: (key in a group, row label, what the observed value is).
+PROBE_ROWS = (
+    ("position", "answer position", "answers at A/B/C/..."),
+    ("longest", "answer longest", "answer is the longest option"),
+    ("shortest", "answer shortest", "answer is the shortest option"),
+    ("prior", "text-only prior", "accuracy of the prior examinee (option texts only)"),
+    ("select_all", "select all", "multi-select answer is every option"),
+)
 
 
-def _rate(value, chance) -> str:  # noqa: ANN001
-    if value is None:
-        return "-"
-    return f"{100 * value:.1f}% ({100 * chance:.1f}%)"
+def _probe_cells(key: str, block: dict) -> tuple[str, str, str]:
+    """(observed, chance, Holm-adjusted p) of one probe in one group."""
+    from ecgtrace.commands._output import fmt_p, fmt_pct
+
+    p = fmt_p(block.get("p_holm")) if block.get("p") is not None else "-"
+    if key == "position":
+        observed = "/".join(str(c) for c in block["observed"]) + (" (fixed)" if block["fixed_options"] else "")
+        return observed, "even", p
+    value = block.get("accuracy") if key == "prior" else block.get("rate")
+    return fmt_pct(value), fmt_pct(block.get("chance")), p
+
+
+def _group_cell(group: dict, source: str):  # noqa: ANN202
+    """The group's name (without the source's own prefix) over a dim line with what it groups by and its size."""
+    from rich.text import Text
+
+    name = "all questions" if group["by"] == "all" else str(group["group"]).removeprefix(f"{source}:")
+    text = Text(name)
+    text.append(f"\n{group['by'] + ', ' if group['by'] != 'all' else ''}n={group['n']}", style="dim")
+    return text
 
 
 def run(args: argparse.Namespace) -> int:
-    import json
-
     from ecgtrace.agents.exam.bias import probe
     from ecgtrace.errors import EcgTraceError
 
@@ -36,28 +54,36 @@ def run(args: argparse.Namespace) -> int:
         raise EcgTraceError(f"--alpha must be between 0 and 1, got {args.alpha}")
     result = probe(args.dataset, alpha=args.alpha)
     if args.json:
-        print(json.dumps(result, indent=2, sort_keys=True))
-        return 0
-    from rich.console import Console
-    from rich.table import Table
+        from ecgtrace.commands._output import print_json
 
-    console = Console()
+        print_json(result)
+        return 0
+    _print_tables(result, args)
+    return 0
+
+
+def _print_tables(result: dict, args: argparse.Namespace) -> None:
+    """One table per source; a group is a block of probe rows, so the table stays within 80 columns."""
+    from rich.markup import escape
+
+    from ecgtrace.commands._output import add_columns, make_console, new_table
+
+    console = make_console()
+    legend = "; ".join(f"{label}: {meaning}" for _, label, meaning in PROBE_ROWS)
     for source in sorted({g["source"] for g in result["groups"]}):
-        table = Table(title=f"shortcut probes - {source} ({result['n_questions']} closed questions in all; p Holm-adjusted)")
-        for column in ("group", "n", "answer positions (A, B, ...)", "p", "answer longest (chance)", "p", "answer shortest (chance)", "p",
-                       "prior acc. (chance)", "p", "select all (chance)", "p", "flags"):
-            table.add_column(column, justify="left" if column in ("group", "flags", "answer positions (A, B, ...)") else "right")
+        table = new_table(f"shortcut probes - {source} ({result['n_questions']} closed questions in all)",
+                          caption=f"{legend}. chance: what a blind guess scores; p: Holm-adjusted over all "
+                                  f"{result['n_tests']} tests (position: chi-square; the others: exact one-sided); (fixed): the same option list everywhere, so position is the answer class.")
+        add_columns(table, ("group", "probe", "observed", "chance", "p", "flag"), left=("group", "probe", "observed", "flag"))
         for g in result["groups"]:
             if g["source"] != source or not (args.all or g["by"] == "all" or g["flags"]):
                 continue
-            pos = g["position"]
-            positions = "/".join(str(c) for c in pos["observed"]) + (" [fixed options]" if pos["fixed_options"] else "")
-            table.add_row(f"{g['by']}={g['group']}" if g["by"] != "all" else "all", str(g["n"]), positions, _p(pos),
-                          _rate(g["longest"]["rate"], g["longest"]["chance"]), _p(g["longest"]),
-                          _rate(g["shortest"]["rate"], g["shortest"]["chance"]), _p(g["shortest"]),
-                          _rate(g["prior"]["accuracy"], g["prior"]["chance"]), _p(g["prior"]),
-                          _rate(g["select_all"]["rate"], g["select_all"]["chance"]), _p(g["select_all"]),
-                          ", ".join(g["flags"]) or "", style="bold red" if g["flags"] else None)
+            for position, (key, label, _) in enumerate(PROBE_ROWS):
+                observed, chance, p = _probe_cells(key, g[key])
+                flagged = key in g["flags"]
+                table.add_row(_group_cell(g, source) if position == 0 else "", label, observed, chance, p,
+                              "yes" if flagged else "", style="bold red" if flagged else None)
+            table.add_section()
         console.print(table)
     if result["flagged"]:
         console.print(f"[bold red]{len(result['flagged'])} part(s) of the dataset can be answered without the ECG or are unbalanced:[/]")
@@ -65,4 +91,3 @@ def run(args: argparse.Namespace) -> int:
             console.print(f"  {line}", markup=False)
     else:
         console.print(f"[green]no shortcut found at alpha {result['alpha']:g} ({result['n_tests']} tests)[/]")
-    return 0

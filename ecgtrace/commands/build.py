@@ -24,6 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-audit", action="store_true", help="do not write audit.jsonl")
     parser.add_argument("--cache-dir", default=None, metavar="DIR",
                         help="annotation cache folder (default: $ECGTRACE_CACHE, else ~/.cache/ecgtrace or the platform's cache folder)")
+    parser.add_argument("--json", action="store_true", help="print the counts (items per task, dropped, audit items) as JSON")
 
 
 def parse_list(text: str | None, allowed: tuple[str, ...], what: str) -> list[str]:
@@ -59,11 +60,22 @@ def run(args: argparse.Namespace) -> int:
     jobs = args.jobs
     n_parallel = min(jobs, len(args.records))
     options["render_jobs"] = max(1, (os.cpu_count() or 1) // n_parallel)
-    console = Console(stderr=True)
+    console = Console(stderr=True, emoji=False, highlight=False)
     manifest = build_dataset(args.records, args.out, options, jobs=jobs, console=console, audit=not args.no_audit,
                               dev_fraction=args.dev_fraction, cache_dir=args.cache_dir)
     counts = manifest["counts"]
-    console.print(f"[green]wrote[/] {counts['items']} items ({counts['dropped']} dropped) to {args.out}/qa.jsonl")
+    audit = manifest.get("audit") or {}
+    if args.json:
+        from ecgtrace.commands._output import print_json
+
+        print_json({"out": str(args.out), "counts": counts, "audit": audit, "qa_changed": manifest.get("qa_changed")})
+        return 0
+    if not manifest.get("qa_changed", True) and (args.no_audit or audit.get("reused")):
+        audit_part = "" if args.no_audit else f" and {audit['items']} audit items"
+        console.print(f"nothing to do: {args.out} is up to date ({counts['items']} QA items{audit_part}; same records, seed and versions)", soft_wrap=True)
+        return 0
+    console.print(f"[green]wrote[/] {counts['items']} items ({counts['dropped']} dropped) to {args.out}/qa.jsonl"
+                  + (f" and {audit['items']} audit items to {args.out}/audit.jsonl" if "items" in audit else ""))
     for task, n in counts["per_task"].items():
         console.print(f"  {task}: {n}")
     return 0

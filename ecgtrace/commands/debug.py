@@ -9,7 +9,7 @@ HELP = "Step through one sample of a run turn by turn; re-ask a turn with anothe
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run", help="run folder written by `ecgtrace audit` or `ecgtrace qa-eval`")
-    parser.add_argument("--sample", required=True, help="sample id")
+    parser.add_argument("--sample", default=None, help="sample id (default: the first sample whose chain broke, else the first)")
     parser.add_argument("--turn", type=int, default=None, help="only this turn (index); with --ask/--human the turn to re-ask")
     parser.add_argument("--all", action="store_true", help="print every turn without pausing between them")
     parser.add_argument("--ask", action="store_true", help="re-ask --turn (default: where the chain broke) with --model")
@@ -18,6 +18,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--api-key-env", default="OPENAI_API_KEY", help="environment variable holding the API key")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per request")
     parser.add_argument("--human", action="store_true", help="answer --turn yourself, in the model's place")
+    parser.add_argument("--view", action="store_true", help="open this sample in the results viewer (ecgtrace view RUN, ?sample=ID)")
+    parser.add_argument("--json", action="store_true", help="print the sample (or, with --ask/--human, the re-asked turn) as JSON")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -30,13 +32,23 @@ def run(args: argparse.Namespace) -> int:
     from ecgtrace.views.debugger import load_debug_sample, options_text
     from ecgtrace.errors import EcgTraceError
 
-    console = Console(emoji=False, highlight=False)
+    console = Console(emoji=False, highlight=False, stderr=args.json)
+    if args.sample is None:
+        args.sample = first_broken_sample(args.run)
+        console.print(f"no --sample given: showing {args.sample}, the first sample whose chain broke (or the first one)",
+                      markup=False)
     sample = load_debug_sample(args.run, args.sample)
-    broke = sample.broke_at()
-    row = sample.row
-    console.print(f"[bold]{escape(row['id'])}[/] ({sample.kind} run{', ' + escape(str(row.get('diagnosis'))) if row.get('diagnosis') else ''}"
-                  f"{', label ' + str(row.get('label')) if 'label' in row else ''}): {len(sample.turns)} turns; "
-                  + ("[green]every step correct[/]" if broke is None else f"[red]chain broke at turn {broke}[/]"))
+    broke = sample.broke_at() if sample.kind == "audit" else None
+    if args.json and not (args.ask or args.human or args.view):
+        from ecgtrace.commands._output import print_json
+
+        print_json({"run": str(args.run), "kind": sample.kind, "broke_at": broke, "ecg": ecg_location(sample), "sample": sample.row})
+        return 0
+    console.print(_header(sample, broke))
+    for line in ecg_lines(sample):
+        console.print(line, markup=False)
+    if args.view:
+        return _view(console, args)
     if args.ask or args.human:
         if args.ask and args.human:
             raise EcgTraceError("choose --ask or --human, not both")
@@ -53,6 +65,105 @@ def run(args: argparse.Namespace) -> int:
             if console.input("[dim]Enter: next turn, q: quit[/] ").strip().lower() == "q":
                 break
     return 0
+
+
+def first_broken_sample(run: str) -> str:
+    """Id of the run's first sample (in file order) with a wrong turn after the initial one; else its first sample."""
+    from ecgtrace.errors import RunError
+    from ecgtrace.runlog import load_run_samples
+    from ecgtrace.views.debugger import DebugSample
+
+    header, rows = load_run_samples(run)
+    if not rows:
+        raise RunError(f"{run}: no finished samples to show")
+    for row in rows:
+        sample = DebugSample(run, header, row)  # type: ignore[arg-type]
+        wrong = sample.broke_at() is not None if sample.kind == "audit" else not all(t.get("correct") for t in row["turns"])
+        if wrong:
+            return row["id"]
+    return rows[0]["id"]
+
+
+def _header(sample, broke: int | None) -> str:  # noqa: ANN001
+    """``ID (audit run, af, label True): 9 of 12 asked turns correct; chain broke at turn 3`` - turns counted as the report counts them."""
+    from rich.markup import escape
+
+    row = sample.row
+    asked = [t for t in sample.turns if t.get("asked", True)]
+    right = sum(1 for t in asked if t.get("correct"))
+    skipped = len(sample.turns) - len(asked)
+    what = ", ".join(x for x in (f"{sample.kind} run", escape(str(row["diagnosis"])) if row.get("diagnosis") else "",
+                                 f"label {row['label']}" if "label" in row else "", escape(str(row["task"])) if row.get("task") else "") if x)
+    counts = f"{right} of {len(asked)} asked turns correct" + (f", {skipped} not asked (the chain stopped)" if skipped else "")
+    verdict = "[green]every step correct[/]" if broke is None else f"[red]chain broke at turn {broke}[/]"
+    if sample.kind != "audit":
+        verdict = "[green]correct[/]" if right == len(asked) else "[red]wrong[/]"
+    return f"[bold]{escape(row['id'])}[/] ({what})\n{counts}; {verdict}"
+
+
+def ecg_location(sample) -> dict:  # noqa: ANN001
+    """Where the ECG of this sample is: ``{"record", "window", "files": {kind: {"path", "exists"}}}`` (absolute paths).
+
+    ``{"error": ...}`` when the run's dataset is no longer there to say.
+    """
+    from pathlib import Path
+
+    from ecgtrace.errors import EcgTraceError
+
+    item, base = sample.row.get("item") or {}, None
+    if sample.kind == "audit":
+        try:
+            from ecgtrace.views.debugger import _dataset_item
+
+            found, base = _dataset_item(sample)
+            item = found.to_json()
+        except EcgTraceError as exc:
+            return {"error": str(exc)}
+    else:
+        dataset = sample.header.get("settings", {}).get("dataset_path")
+        base = Path(dataset).parent if dataset else None
+    files = dict(item.get("assets") or {})
+    for kind, value in (item.get("modalities") or {}).items():
+        if value:
+            files[kind] = value[0] if isinstance(value, list) else value
+    located = {}
+    for kind, rel in files.items():
+        if rel:
+            path = ((Path(base) / rel) if base is not None else Path(rel)).resolve()
+            located[kind] = {"path": str(path), "exists": path.exists()}
+    return {"record": (item.get("record") or {}).get("path"), "window": item.get("window"), "files": located}
+
+
+def ecg_lines(sample) -> list[str]:  # noqa: ANN001
+    """:func:`ecg_location` as lines for the terminal."""
+    where = ecg_location(sample)
+    if "error" in where:
+        return [f"ECG: not found ({where['error']})"]
+    window = where["window"]
+    lines = [f"ECG record: {where['record'] or '?'}" + (f", window {window['t0_s']:g}-{window['t1_s']:g} s" if window else "")]
+    for kind, found in where["files"].items():
+        lines.append(f"ECG {kind}: {found['path']}" + ("" if found["exists"] else " (missing)"))
+    return lines
+
+
+def _view(console, args: argparse.Namespace) -> int:  # noqa: ANN001
+    """Serve the run in the viewer on a port chosen here, so the sample's own URL can be printed first."""
+    import importlib.util
+    import socket
+
+    if importlib.util.find_spec("ecgtrace.commands.view") is None:
+        console.print(f"the viewer is not part of this install; with it, run: ecgtrace view {args.run}  and open the URL it "
+                      f"prints followed by ?sample={args.sample}", markup=False)
+        return 0
+    from urllib.parse import quote
+
+    from ecgtrace.cli import main as cli
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    console.print(f"this sample in the viewer: http://127.0.0.1:{port}/?sample={quote(args.sample)}  (Ctrl-C stops it)", markup=False)
+    return cli(["view", str(args.run), "--port", str(port)])
 
 
 def _style(turn: dict) -> str:
@@ -82,13 +193,15 @@ def _turn_body(turn: dict, options_text) -> str:  # noqa: ANN001
     if not turn.get("asked", True):
         lines.append(f"[bold]truth:[/] {escape(str(turn.get('answer')))}")
         return "\n".join(lines)
-    lines.append(f"[bold]raw answer:[/] {escape(str(turn.get('raw')))}")
+    lines.append(f"[bold]model's raw answer:[/] {escape(str(turn.get('raw')))}")
     if turn.get("reasoning"):
-        lines.append(f"[bold]reasoning:[/] {escape(str(turn['reasoning'])[:2000])}")
+        lines.append(f"[bold]model's reasoning:[/] {escape(str(turn['reasoning'])[:2000])}")
     parsed = turn.get("parsed")
     reason = turn.get("parse_reason")
-    lines.append(f"[bold]parsed:[/] {escape(str(parsed))}" + (f"  ({escape(str(reason))})" if reason and not turn.get("parse_ok") else ""))
+    lines.append(f"[bold]model's answer, as parsed:[/] {escape(str(parsed))}"
+                 + (f"  ({escape(str(reason))})" if reason and not turn.get("parse_ok") else ""))
     lines.append(f"[bold]truth:[/] {escape(str(turn.get('answer')))}")
+    lines.append("[bold]verdict:[/] " + ("[green]correct[/]" if turn.get("correct") else "[red]wrong[/]"))
     if turn.get("error"):
         lines.append(f"[bold red]error:[/] {escape(str(turn['error']))}")
     extras = [f"{turn['latency_ms']:.0f} ms" if turn.get("latency_ms") is not None else None,
@@ -107,16 +220,22 @@ def _reask(console, sample, turn_index: int, args: argparse.Namespace) -> int:  
     examinee, who = _examinee(console, args)
     old = next((t for t in sample.turns if int(t.get("index", -1)) == turn_index), None)
     new, source = reask_turn_sync(sample, turn_index, examinee)
+    changed = old is None or old.get("correct") != new.get("correct")
+    if args.json:
+        from ecgtrace.commands._output import print_json
+
+        print_json({"turn": turn_index, "state_before": source, "who": who, "in_the_run": old, "now": new, "verdict_changed": changed})
+        return 0
     console.print(f"[dim]state before turn {turn_index}: {source}[/]")
     table = Table(title=f"turn {turn_index} ({new['stage']}) re-asked", show_lines=True)
     table.add_column("")
     table.add_column("in the run", overflow="fold")
     table.add_column(f"now ({who})", overflow="fold")
-    for field in ("raw", "parsed", "answer", "correct", "error"):
+    for field, label in (("raw", "model's raw answer"), ("parsed", "model's answer, as parsed"), ("answer", "truth"),
+                         ("correct", "correct"), ("error", "error")):
         before = "" if old is None else str(old.get(field))
-        table.add_row(field, Text(before), Text(str(new.get(field))))
+        table.add_row(label, Text(before), Text(str(new.get(field))))
     console.print(table)
-    changed = old is None or old.get("correct") != new.get("correct")
     console.print("[yellow]the verdict changed[/]" if changed else "the verdict is the same")
     return 0
 
@@ -137,4 +256,8 @@ def _examinee(console, args: argparse.Namespace):  # noqa: ANN001, ANN202
         raise EcgTraceError("--ask needs --model (e.g. openai:<name>, oracle, random or prior)")
     if args.model == "human":
         raise EcgTraceError("to answer yourself use --human")
-    return make_examinee(args.model, base_url=args.base_url, api_key_env=args.api_key_env, timeout_s=args.timeout, concurrency=1), args.model
+    from ecgtrace.agents.exam.preflight import preflight
+
+    examinee = make_examinee(args.model, base_url=args.base_url, api_key_env=args.api_key_env, timeout_s=args.timeout, concurrency=1)
+    preflight([("model", examinee)])
+    return examinee, args.model

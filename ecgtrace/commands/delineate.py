@@ -18,6 +18,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the per-lead measurements as JSON")
 
 
+#: (measurement, column head, decimals): short heads keep the table within 80 columns; the caption spells them out.
+COLUMNS = (
+    ("rr_ms", "RR", 0), ("pr_ms", "PR", 0), ("qrs_ms", "QRS", 0), ("qt_ms", "QT", 0), ("qtc_bazett_ms", "QTcB", 0),
+    ("qtc_fridericia_ms", "QTcF", 0), ("r_amp_mv", "R", 3), ("t_amp_mv", "T", 3), ("st_j60_mv", "ST60", 3),
+)
+CAPTION = ("ms: RR, PR, QRS and QT intervals, QTc by Bazett (QTcB) and Fridericia (QTcF); mV: R and T amplitudes, "
+           "ST level 60 ms after the J point (ST60); P: P wave present. Each value is the median over the window's beats that have it (--json names them).")
+
+
 def run(args: argparse.Namespace) -> int:
     import math
     from pathlib import Path
@@ -64,23 +73,23 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(to_json_text(payload, indent=2))
         return 0
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title=f"{info.name} [{t0:g} s, {t1:g} s): {delineation.beat_samples.size} beats ({source})")
-    names = ("rr_ms", "pr_ms", "qrs_ms", "qt_ms", "qtc_bazett_ms", "qtc_fridericia_ms", "r_amp_mv", "t_amp_mv", "st_j60_mv")
-    table.add_column("lead")
-    for name in names:
-        table.add_column(name, justify="right")
-    table.add_column("P wave")
-    for lead, m in measurements.per_lead.items():
-        cells = [lead]
-        for name in names:
-            v = m.values[name]["value"]
-            cells.append("-" if v is None else f"{v:g}")
-        cells.append("present" if m.p_wave["present"] else "absent")
-        table.add_row(*cells)
-    console = Console()
-    console.print(table)
-    console.print(f"wrote {path}")
+    _print_table(info.name, t0, t1, delineation.beat_samples.size, source, measurements)
+    print(f"wrote {path}")
     return 0
+
+
+def _print_table(name: str, t0: float, t1: float, n_beats: int, source: str, measurements) -> None:  # noqa: ANN001
+    from rich.markup import escape
+
+    from ecgtrace.commands._output import add_columns, make_console, new_table
+
+    table = new_table(f"{name} [{t0:g} s, {t1:g} s): {n_beats} beats ({source})", caption=CAPTION)
+    add_columns(table, ("lead", *(head for _, head, _ in COLUMNS), "P"), left=("lead", "P"))
+    for lead, m in measurements.per_lead.items():
+        cells = [escape(str(lead))]
+        for key, _, digits in COLUMNS:
+            v = m.values[key]["value"]
+            cells.append("-" if v is None else f"{v:.{digits}f}")
+        cells.append("yes" if m.p_wave["present"] else "no")
+        table.add_row(*cells)
+    make_console().print(table)

@@ -10,6 +10,9 @@ HELP = "Score a model on a QA dataset: closed accuracy, ScoreMAE, timestamp F1, 
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from ecgtrace.commands._exam_run import add_retry_option
+    from ecgtrace.commands._output import add_json_option
+
     parser.add_argument("qa", help="qa.jsonl (or the folder holding it)")
     add_model_options(parser)
     parser.add_argument("--judge", default=None, metavar="MODEL",
@@ -18,48 +21,48 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--judge-rubrics", default=None, metavar="DIR", help="folder of judge rubric YAML files (default: built-in)")
     parser.add_argument("--skip-unavailable", action="store_true",
                         help="leave out items that cannot be shown in --modality (e.g. annotation-only records have no image) instead of stopping")
+    add_retry_option(parser)
+    add_json_option(parser, "results.json")
 
 
 def run(args: argparse.Namespace) -> int:
     import asyncio
 
-    from rich.console import Console
-
     from ecgtrace.agents.exam.qa_runner import identity_for, run_qa
+    from ecgtrace.commands._exam_run import announce, finish, prepare_run
     from ecgtrace.commands._model_options import (ask_at_terminal, check_model_options, make_model, pricing_of, prompt_budget_of,
-                                                  progress_counts, report_server_failures, report_skipped, run_settings,
-                                                  run_with_progress, samples_to_retry, text_encoding_of)
-    from ecgtrace.runlog import RunDir
+                                                  report_skipped, run_settings, run_with_progress, text_encoding_of)
+    from ecgtrace.commands._output import make_console
+    from ecgtrace.contracts.runs import sample_key
 
     check_model_options(args)
     encoding, pricing = text_encoding_of(args), pricing_of(args)
-    console = Console(stderr=True)
+    console = make_console(stderr=True)
     qa, items, skipped = _load_items(args, console)
     examinee = make_model(args)
     judge, rubrics = _judge(args)
-    budget = prompt_budget_of(args, examinee)
     identity = identity_for(qa, model=args.model, modality=args.modality, seed=args.seed, max_tokens=args.max_tokens, judge=args.judge,
                             temperature=args.temperature, text_encoding=encoding)
     if args.skip_unavailable:
         identity["skip_unavailable"] = True
     if rubrics:
         identity["judge_rubrics"] = sorted({f"{r.id}@{r.version}" for r in rubrics.values()})
-    run_dir = RunDir.open(args.run, identity, run_settings(args, qa.path, judge_base_url=args.judge_base_url), kind="qa")
-    samples_to_retry(run_dir, args, console)
-    total, done_before = progress_counts(run_dir, items, args.epochs)
+    ids = {sample_key(it.id, epoch) for epoch in range(args.epochs) for it in items}
+    prepared = prepare_run(args, identity, run_settings(args, qa.path, judge_base_url=args.judge_base_url), kind="qa",
+                           item_ids=ids, examinees=[("model", examinee), ("judge", judge)] if judge else [("model", examinee)])
+    run_dir = prepared.run_dir
+    announce(prepared, args, len(ids), console)
+    budget = prompt_budget_of(args, examinee) if prepared.todo else None  # asks the server for its context: only when needed
 
     def evaluate(on_sample):  # noqa: ANN001, ANN202
         return asyncio.run(run_qa(qa, run_dir, examinee, modality=args.modality, concurrency=args.concurrency, items=items,
                                   judge=judge, rubrics=rubrics, on_sample=on_sample, ask_human=ask_at_terminal(console),
                                   encoding=encoding, budget=budget, epochs=args.epochs, seed=args.seed, pricing=pricing))
 
-    results = run_with_progress(evaluate, console=console, label="qa-eval", total=total, done=done_before,
-                                quiet=args.quiet or examinee.interactive)
+    results = run_with_progress(evaluate, console=console, label="qa-eval", total=len(ids), done=prepared.done_before,
+                                quiet=args.quiet or examinee.interactive or prepared.todo == 0)
     report_skipped(results, console)  # an error when nothing was asked
-    if not args.quiet:
-        print_results(results, title=f"{args.model} - {args.modality}")
-    report_server_failures(results, console)  # an error when the server answered nothing
-    return 0
+    return finish(prepared, ids, results, args, console, print_results, f"{args.model} - {args.modality}")
 
 
 def _load_items(args: argparse.Namespace, console):  # noqa: ANN001, ANN202
@@ -117,50 +120,77 @@ def _rubrics(folder):  # noqa: ANN001, ANN202
     return out
 
 
+#: Short metric names in the table, and what each means (printed under it).
+METRIC_LEGEND = {
+    "acc": "accuracy (closed: one option; open diagnosis: the label)",
+    "ScoreMAE": "100 / (1 + exp((MAE - mu) / sigma)) per quantity, with its MAE",
+    "F1": "timestamp F1 within the tolerance (micro), then the mean per item",
+    "fields": "report statistics within tolerance, then the hallucination rate",
+    "ROUGE-L": "ROUGE-L F of free text",
+}
+
+
 def main_metric(block: dict) -> tuple[str, str]:
-    """(metric name, formatted value [95% CI]) of one per-task block."""
+    """(short metric name, value lines) of one per-task block; the names are explained by :data:`METRIC_LEGEND`."""
+    from ecgtrace.commands._output import fmt_interval, fmt_pct
+
+    def with_ci(metric: dict) -> str:
+        if not metric or metric.get("value") is None:
+            return "-"
+        return f"{fmt_pct(metric['value'])}\n{fmt_interval(metric)}"
+
     fam = block["family"]
     if fam == "numeric" and block.get("score_mae"):
-        parts = [f"{v['score_mae']:.1f} (MAE {v['mae']:.3g} {v['unit']})" for v in block["score_mae"].values()]
-        return "ScoreMAE", "; ".join(parts)
+        return "ScoreMAE", "\n".join(f"{v['score_mae']:.1f} (MAE {v['mae']:.3g})" for v in block["score_mae"].values())
     if fam == "timestamps":
-        return "F1 (micro)", f"{100 * block['micro']['f1']:.1f}%  mean {_fmt(block['mean_f1'], pct=True)}"
+        return "F1", f"{100 * block['micro']['f1']:.1f}%\nmean {with_ci(block['mean_f1'])}"
     if fam == "report":
-        return "fields within tolerance", _fmt(block["field_accuracy"], pct=True) + f"  halluc. {_fmt(block['hallucination_rate'], pct=True)}"
+        return "fields", f"{with_ci(block['field_accuracy'])}\nhalluc. {fmt_pct((block.get('hallucination_rate') or {}).get('value'))}"
     if fam == "text":
-        return "ROUGE-L F", _fmt(block["rouge_l"], pct=True)
-    return "accuracy", _fmt(block["accuracy"], pct=True)
+        return "ROUGE-L", with_ci(block["rouge_l"])
+    return "acc", with_ci(block["accuracy"])
 
 
-def _fmt(metric: dict, pct: bool = False) -> str:
-    if not metric or metric.get("value") is None:
-        return "-"
-    k = 100.0 if pct else 1.0
-    lo, hi = metric["ci95"]
-    unit = "%" if pct else ""
-    return f"{k * metric['value']:.1f}{unit} [{k * lo:.1f}, {k * hi:.1f}]"
+def _units(results: dict) -> list[str]:
+    """``count_window: MAE in events`` for each ScoreMAE quantity in the table."""
+    out = {}
+    for block in results["per_task"].values():
+        for key, v in (block.get("score_mae") or {}).items():
+            out[key] = f"{key}: MAE in {v['unit']}"
+    return list(out.values())
 
 
-def print_results(results: dict, title: str = "") -> None:
-    from rich.console import Console
-    from rich.table import Table
+def print_results(results: dict, title: str = "", console=None) -> None:  # noqa: ANN001
+    """One row per task plus overall, 80 columns wide; the judge column only when a judge scored something."""
+    from rich.markup import escape
+    from rich.text import Text
 
-    table = Table(title=f"QA evaluation {title}".strip())
-    for column in ("task", "n", "metric", "value [95% CI]", "mean score", "judge", "errors", "parse fail"):
-        table.add_column(column, justify="left" if column in ("task", "metric") else "right")
+    from ecgtrace.commands._output import INTERVAL_NOTE, add_columns, make_console, metric_cell, new_table
+
+    console = console or make_console()
+    judged = any(block.get("judge") for block in results["per_task"].values())
+    columns = ["task", "n", "metric", "value", "score", *(["judge"] if judged else []), "err", "pf"]
+    used = sorted({main_metric(block)[0] for block in results["per_task"].values()})
+    legend = "; ".join(f"{name}: {METRIC_LEGEND[name]}" for name in used if name in METRIC_LEGEND)
+    caption = (f"{legend}. score: mean score 0-100. err: no answer from the server; pf: answer not parsed. "
+               f"{INTERVAL_NOTE}" + (f" {'; '.join(_units(results))}." if _units(results) else ""))
+    table = new_table(f"QA evaluation {title}".strip(), caption=escape(caption))
+    add_columns(table, columns, left=("task", "metric"))
     for task, block in results["per_task"].items():
         name, value = main_metric(block)
         judge = block.get("judge")
-        table.add_row(task, str(block["n"]), name, value, _fmt(block["mean_score"]),
-                      _fmt(judge["score"]) if judge else "-", str(block["errors"]), str(block["parse_failures"]))
+        cells = [escape(task), str(block["n"]), name, Text(value), metric_cell(block["mean_score"], pct=False, digits=1)]
+        if judged:
+            cells.append(metric_cell(judge["score"], pct=False) if judge else Text("-"))
+        table.add_row(*cells, str(block["errors"]), str(block["parse_failures"]))
     overall = results["overall"]
-    table.add_row("overall", str(overall["n"]), "closed accuracy", _fmt(overall["closed_accuracy"], pct=True), _fmt(overall["mean_score"]),
-                  "", "", "", style="bold")
-    console = Console()
+    table.add_section()
+    table.add_row("overall", str(overall["n"]), "closed acc", metric_cell(overall["closed_accuracy"]),
+                  metric_cell(overall["mean_score"], pct=False, digits=1), *([""] if judged else []), "", "", style="bold")
     console.print(table)
     from ecgtrace.commands._model_options import print_epochs, print_usage
 
     print_epochs(results, console)
     print_usage(results, console)
-    if results.get("n_finished", 0) < results.get("n_items", 0):
+    if not results.get("complete", True):
         console.print(f"[yellow]{results['n_finished']} of {results['n_items']} samples finished; rerun to resume[/]")

@@ -20,7 +20,11 @@ def run(args: argparse.Namespace) -> int:
 
     if args.max_images < 0 or args.open < 0:
         raise EcgTraceError("--max-images and --open must be >= 0")
-    path = build_report(args.run, args.out, max_images=args.max_images, open_samples=args.open)
+    from ecgtrace.commands._output import make_console
+
+    console = make_console(stderr=True)
+    with console.status(f"rendering the report of {args.run} (up to {args.max_images} ECG figures) ..."):
+        path = build_report(args.run, args.out, max_images=args.max_images, open_samples=args.open)
     size = path.stat().st_size
     print(f"wrote {path} ({size / 1024:.0f} KiB)")
     return 0

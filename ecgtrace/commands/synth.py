@@ -16,6 +16,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--name", default="holter", help="record name (default holter)")
     parser.add_argument("--profile", default="default", choices=("default", "holtercare"),
                         help="event mix: default, or holtercare (adds flutter, VF, asystole, escape rhythms, AV block ...)")
+    parser.add_argument("--json", action="store_true", help="print the files written and the event counts as JSON instead of a table")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -25,11 +26,22 @@ def run(args: argparse.Namespace) -> int:
 
     from ecgtrace.tools.synth import synthesize_holter
 
-    console = Console()
+    console = Console(stderr=args.json)
     started = time.perf_counter()
     with console.status(f"synthesizing {args.hours:g} h x {args.leads} leads at {args.fs:g} Hz ..."):
         result = synthesize_holter(args.out, name=args.name, hours=args.hours, fs_hz=args.fs, n_leads=args.leads, seed=args.seed, profile=args.profile)
     elapsed = time.perf_counter() - started
+    if args.json:
+        from collections import Counter
+
+        from ecgtrace.commands._output import print_json
+
+        schedule = result.schedule
+        print_json({"record": str(result.record_path), "schedule": str(result.schedule_path), "seconds": round(elapsed, 2),
+                    "hours": schedule["hours"], "fs_hz": schedule["fs_hz"], "leads": schedule["leads"], "n_beats": schedule["n_beats"],
+                    "beats_per_symbol": schedule["beats_per_symbol"],
+                    "events": dict(sorted(Counter(e["kind"] for e in schedule["events"]).items()))})
+        return 0
     print_schedule_summary(console, result.schedule, title=f"{result.record_path} ({elapsed:.1f} s)")
     console.print(f"wrote {result.record_path}.hea/.dat/.atr and {result.schedule_path.name}")
     return 0

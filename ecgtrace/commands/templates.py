@@ -11,6 +11,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     listing = sub.add_parser("list", help="list templates")
     listing.add_argument("--templates", default=None, metavar="DIR", help="template folder (default: built-in)")
+    listing.add_argument("--json", action="store_true", help="print the templates as JSON instead of a table")
     validate = sub.add_parser("validate", help="validate a template (or diagnosis graph) YAML file")
     validate.add_argument("files", nargs="+", metavar="FILE")
     preview = sub.add_parser("preview", help="write the items a template gives on one record, to stdout")
@@ -27,7 +28,7 @@ def _looks_like_diagnosis(data: object) -> bool:
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    console = Console()
+    console = Console(emoji=False, highlight=False)
     action = {"list": _list, "validate": _validate, "preview": _preview}[args.action]
     return action(args, console)
 
@@ -37,10 +38,31 @@ def _list(args: argparse.Namespace, console) -> int:  # noqa: ANN001
 
     templates = load_templates(args.templates)
     files = {p.stem: p for p in template_files(args.templates)}
-    for t in templates:
-        console.print(f"{t.id:22} {t.task:20} v{t.version:4} {t.scope:7} {t.description}", highlight=False)
-    console.print(f"{len(templates)} templates in {next(iter(files.values())).parent if files else args.templates}", highlight=False)
+    folder = next(iter(files.values())).parent if files else args.templates
+    if args.json:
+        from ecgtrace.commands._output import print_json
+
+        print_json({"folder": str(folder), "templates": [{"id": t.id, "task": t.task, "version": t.version, "scope": t.scope,
+                                                          "description": t.description, "file": str(files.get(t.id, ""))} for t in templates]})
+        return 0
+    _print_listing(console, templates, folder)
     return 0
+
+
+def _print_listing(console, templates, folder) -> None:  # noqa: ANN001
+    """One row per template: its id over a dim line with task, version and scope, then the description (wrapped)."""
+    from rich.markup import escape
+    from rich.text import Text
+
+    from ecgtrace.commands._output import add_columns, new_table
+
+    table = new_table(f"{len(templates)} templates in {folder}")
+    add_columns(table, ("template", "what it asks"), left=("template", "what it asks"))
+    for t in templates:
+        cell = Text(t.id)
+        cell.append(f"\n{t.task}, v{t.version}, {t.scope}", style="dim")
+        table.add_row(cell, escape(str(t.description)))
+    console.print(table)
 
 
 def _validate_diagnosis(path: str, console) -> None:  # noqa: ANN001

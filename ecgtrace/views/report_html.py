@@ -220,10 +220,7 @@ def render_html(root: str | os.PathLike[str], *, max_images: int = 200, open_sam
         summary = audit_tables(results)
         samples = [_audit_sample(i, row, run.item(row), figures, base_dir, i < open_samples) for i, row in enumerate(rows)]
     meta = f"<meta http-equiv=\"Content-Security-Policy\" content=\"{e(CSP)}\">" if csp else ""
-    failures = results.get("server_failures") or {}
-    unanswered = f" {e(failures.get('n_failed'))} of {e(failures.get('n_turns'))} turns got no answer from the model server." if failures.get("n_failed") else ""
-    incomplete = "" if results.get("complete", True) else (f"<p><b>Incomplete run:</b> {e(results.get('n_finished'))} of {e(results.get('n_items'))} "
-                                                           f"samples finished.{unanswered}</p>")
+    incomplete = "" if results.get("complete", True) else f"<p><b>Incomplete run:</b> {e(results.get('n_finished'))} of {e(results.get('n_items'))} samples finished.</p>"
     return "\n".join([
         "<!DOCTYPE html>", "<html lang=en><head><meta charset=utf-8>", meta,
         "<meta name=viewport content=\"width=device-width, initial-scale=1\">",

@@ -65,6 +65,15 @@ class Examinee:
     async def answer(self, messages: list[dict[str, Any]], turn: dict[str, Any]) -> Reply:
         raise NotImplementedError
 
+    def preflight(self) -> str | None:
+        """Check, before a run, that this examinee can answer at all (endpoint up, model served, key taken).
+
+        Returns a one-line note of what was checked, or None when there is nothing
+        to check (the built-in baselines). Raises ``ModelError`` naming the cause.
+        Called by :func:`ecgtrace.agents.exam.preflight.preflight`.
+        """
+        return None
+
     async def context_tokens(self) -> int | None:
         """The context length (prompt + answer tokens) the backend reports for its model; None when it reports none."""
         return None

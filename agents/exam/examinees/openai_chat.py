@@ -193,6 +193,13 @@ class OpenAIExaminee(Examinee):
             message = await llm.ainvoke(messages)
             return message, (time.perf_counter() - started) * 1000
 
+    def preflight(self) -> str:
+        """``GET /models`` and, where that does not settle it, one one-token request (see :mod:`ecgtrace.agents.exam.preflight`)."""
+        from ecgtrace.agents.exam.preflight import check_openai_endpoint
+
+        return check_openai_endpoint(self.model, base_url=self.base_url, api_key_env=self.api_key_env, timeout_s=self.timeout_s,
+                                     max_attempts=self.max_attempts, backoff_s=self.backoff_s)
+
     async def answer(self, messages: list[dict[str, Any]], turn: dict[str, Any]) -> Reply:
         import openai
         from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter

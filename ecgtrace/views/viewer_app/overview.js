@@ -43,7 +43,7 @@
       V.navigate(p);
     };
     V.add(root, h("h2", { text: `Overview · ${data.label}` }));
-    if (data.complete === false) V.add(root, h("p", { class: "warn", text: "Incomplete run: not every item has finished, or some turns got no answer from the model server." }));
+    if (data.complete === false) V.add(root, h("p", { class: "warn", text: "Incomplete run: not every item has finished." }));
     V.add(root, h("div", { class: "cards" }, data.metrics.map(metricCard)));
     if (data.turns) {
       V.add(root, h("p", { class: "note", text: `turns with a server error: ${data.turns.errors} · parse failures: ${data.turns.parse_failures}` +

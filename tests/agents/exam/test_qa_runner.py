@@ -119,7 +119,10 @@ def test_qa_eval_mock_server_resume_judge_and_no_key(dataset: Path, tmp_path: Pa
         assert grown["n_finished"] == 9 and grown["complete"]
         ids = [json.loads(line)["id"] for line in (run_dir / "samples.jsonl").read_text().splitlines()]
         assert len(ids) == len(set(ids)) == 9
-        asked_now = [b for b in server.requests[requests_before:] if "Score bands" not in str(b["messages"][0]["content"])]
+        from ecgtrace.agents.exam.preflight import PREFLIGHT_PROMPT
+
+        asked_now = [b for b in server.requests[requests_before:]  # the examinee's turns: not the judge's, not the endpoint checks
+                     if "Score bands" not in str(b["messages"][0]["content"]) and b["messages"][0]["content"] != PREFLIGHT_PROMPT]
         assert len(asked_now) == 3  # the 6 finished items were not asked again
         argv[argv.index("--timeout") + 1] = "10"
         resumed = tmp_path / "run2"
