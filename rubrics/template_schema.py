@@ -41,15 +41,27 @@ class TaskRules:
 
     Attributes:
         format: ``closed`` (options, one of them the answer), ``open`` or ``report``.
-        answer_format: the only ``answer.format`` the task's writer produces.
-        distractor_rule: the only ``distractors.rule`` that fits (``none`` for open and report tasks).
+        answer_format: the ``answer.format`` the task's writer produces.
+        distractor_rule: the ``distractors.rule`` that fits (``none`` for open and report tasks).
         scopes: the ``scope`` values its planner can place targets for.
+        also_formats: other answer formats its writer can produce (the statistics report as JSON or in prose).
+        also_rules: other distractor rules its writer follows (closed diagnosis, framed positively or negatively).
     """
 
     format: Literal["closed", "open", "report"]
     answer_format: str
     distractor_rule: str
     scopes: tuple[str, ...] = ("window",)
+    also_formats: tuple[str, ...] = ()
+    also_rules: tuple[str, ...] = ()
+
+    @property
+    def answer_formats(self) -> tuple[str, ...]:
+        return (self.answer_format, *self.also_formats)
+
+    @property
+    def distractor_rules(self) -> tuple[str, ...]:
+        return (self.distractor_rule, *self.also_rules)
 
 
 #: The QA task types, in dataset order (the 12 Holtercare-Bench tasks). Registering a task type means a row
@@ -63,13 +75,16 @@ TASK_RULES: dict[str, TaskRules] = {
     "closed_timing": TaskRules("closed", "timestamps_ms", "timing_shift"),
     # HR extrema are whole-record questions; a template that leaves scope at its default (window) still asks about the record
     "closed_hr_extremum": TaskRules("closed", "time_ms", "hr_offsets", ("record", "window")),
-    "closed_diagnosis": TaskRules("closed", "label", "absent_labels"),
+    # present_labels: the negative framing ("which of the listed diagnoses is not supported"): the window's findings are the
+    # distractors and one finding it does not hold is the answer
+    "closed_diagnosis": TaskRules("closed", "label", "absent_labels", also_rules=("present_labels",)),
     "open_count": TaskRules("open", "integer", "none", ("window", "record")),
     "open_timing": TaskRules("open", "timestamps_ms", "none"),
     "open_hr_extremum": TaskRules("open", "time_ms", "none", ("record", "window")),
+    # the finding of a window, or every finding of a window that holds several (a set of labels)
     "open_diagnosis": TaskRules("open", "label", "none"),
     "open_evidence": TaskRules("open", "text", "none"),
-    "report_statistics": TaskRules("report", "report_json", "none", ("record",)),
+    "report_statistics": TaskRules("report", "report_json", "none", ("record",), also_formats=("text",)),
     "report_summary": TaskRules("report", "text", "none", ("record",)),
 }
 TASKS: tuple[str, ...] = tuple(TASK_RULES)
@@ -79,7 +94,7 @@ EVENT_KINDS: tuple[str, ...] = QA_EVENT_KINDS
 
 #: Fields a stem may use; every one is filled by the writer for every item.
 PLACEHOLDERS: frozenset[str] = frozenset(
-    {"context", "event", "event_plural", "t0_ms", "t1_ms", "t0_s", "t1_s", "window_s", "duration_h", "hr_kind", "diagnosis", "lead"}
+    {"context", "patient", "event", "event_plural", "t0_ms", "t1_ms", "t0_s", "t1_s", "window_s", "duration_h", "hr_kind", "diagnosis", "lead"}
 )
 
 _FORMATTER = string.Formatter()
@@ -108,7 +123,7 @@ RULE_PARAMS: dict[str, tuple[str, ...]] = {"count_offsets": ("offsets",), "hr_of
 class DistractorSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    rule: Literal["none", "yes_no", "count_offsets", "timing_shift", "hr_offsets", "absent_labels"]
+    rule: Literal["none", "yes_no", "count_offsets", "timing_shift", "hr_offsets", "absent_labels", "present_labels"]
     n: int = Field(default=3, ge=1, le=6, description="number of distractors (closed questions)")
     params: dict[str, Any] = Field(default_factory=dict, description="per rule, see RULE_PARAMS")
 
@@ -172,10 +187,12 @@ class QATemplate(BaseModel):
     @model_validator(mode="after")
     def _fits_task(self) -> QATemplate:
         rules = TASK_RULES[self.task]
-        if self.answer.format != rules.answer_format:
-            raise ValueError(f"task {self.task} needs answer.format {rules.answer_format!r}, not {self.answer.format!r}")
-        if self.distractors.rule != rules.distractor_rule:
-            raise ValueError(f"task {self.task} needs distractors.rule {rules.distractor_rule!r}, not {self.distractors.rule!r}")
+        if self.answer.format not in rules.answer_formats:
+            wanted = " or ".join(repr(f) for f in rules.answer_formats)
+            raise ValueError(f"task {self.task} needs answer.format {wanted}, not {self.answer.format!r}")
+        if self.distractors.rule not in rules.distractor_rules:
+            wanted = " or ".join(repr(r) for r in rules.distractor_rules)
+            raise ValueError(f"task {self.task} needs distractors.rule {wanted}, not {self.distractors.rule!r}")
         if self.scope not in rules.scopes:
             if rules.format == "report":
                 raise ValueError(f"task {self.task} is a whole-record report: scope must be 'record'")

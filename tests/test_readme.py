@@ -51,6 +51,12 @@ NOT_RUN: dict[str, str] = {
                            "hand-written ERB files against the PTB-XL records",
     "ecgtrace audit erb-ptbxl/audit.jsonl --model openai:gpt-4o": "needs OpenAI's API, a key and the imported ERB set",
     "ecgtrace export erb runs/erb-4o": "needs the ERB run above; tests/agents/interop/test_erb_export.py exports and re-scores a run",
+    "ecgtrace import holtercare": "needs a Holtercare-Bench QA file (not in ../shared/data); tests/agents/interop/test_holtercare.py "
+                                  "imports one written in its published shapes",
+    "ecgtrace qa-eval hc-test/": "needs the imported Holtercare-Bench set above; tests/agents/interop/test_holtercare.py scores its "
+                                 "gold answers, a model's and the oracle's",
+    "ecgtrace export holtercare dataset/": "needs the built dataset/ above (not built here); tests/agents/interop/test_holtercare.py "
+                                           "exports a built dataset and imports it back",
 }
 #: Commands that need the public records in ../shared/data (skipped where that folder is absent).
 NEEDS_SHARED = "../shared/data"

@@ -12,8 +12,12 @@ Strategies, first success wins:
    ``{"answers": …}``, or a bare JSON list/string.
 3. An explicit marker: ``Answer: B``, ``Final answer: (B) No``, ``The answer is B``.
 4. Bold text ``**…**`` (the last bold span that resolves).
-5. The whole reply: ``B``, ``(B)``, ``B.``, ``B) No``, ``No``, ``A, C``, ``I and V1``.
-6. Exactly one option text mentioned in the reply (longest match wins when
+5. The whole reply: ``B``, ``(B)``, ``B.``, ``B) No``, ``No``, ``A, C``, ``I and V1``,
+   ``D is correct``; a letter whose text names the option's values in other
+   words (``D. 1028324, 17179240 ms`` for ``1028324 ms, 17179240 ms``).
+6. A reply that opens with Yes or No, for a Yes/No question ("Yes, the rhythm
+   pattern supports the presence of ...").
+7. Exactly one option text mentioned in the reply (longest match wins when
    one option contains another, e.g. "Further findings …" vs "No").
 
 A token resolves to an option by exact option text first (case-sensitive,
@@ -62,6 +66,7 @@ _BOLD = re.compile(r"\*\*(.+?)\*\*|__(.+?)__", re.S)
 _LETTER_PREFIX = re.compile(r"^\(?([A-Za-z])\)?(?:[.):\]]|\s*$|\s+[-–:]?\s*)")
 _SPLIT = re.compile(r"\s*(?:,|;|/|\band\b|&|\n)\s*", re.I)
 _STRIP = " \t\r\n.,;:!?\"'`*()[]{}<>"
+_YES_NO_OPENING = re.compile(r"^\W*(yes|no)\b", re.I)
 
 
 def _clean(text: str) -> str:
@@ -88,7 +93,7 @@ def _resolve_token(token: str, options: list[str]) -> str | None:
         rest = _clean(raw.strip("*` ")[match.end():])
         if 0 <= index < len(options) and (letter == match.group(1) or not rest):
             chosen = options[index]
-            if not rest or rest.lower() == chosen.lower():
+            if not rest or rest.lower() == chosen.lower() or same_values(rest, chosen) or _VERDICT.fullmatch(rest):
                 return chosen
     # a clear prefix of exactly one option ("Further findings are required.")
     cleaned = _clean(raw).lower()
@@ -97,6 +102,21 @@ def _resolve_token(token: str, options: list[str]) -> str | None:
         if len(starts) == 1:
             return starts[0]
     return None
+
+
+_NUMBER = re.compile(r"\d{1,3}(?:,\d{3})+(?![\d])|\d+(?:\.\d+)?")
+#: Words a letter's text may add or leave out and still name the same values ("D. 1028324, 17179240 ms" for "1028324 ms, 17179240 ms").
+_VALUE_WORDS = frozenset({"ms", "s", "sec", "secs", "second", "seconds", "millisecond", "milliseconds", "bpm", "and", "at"})
+#: "D is correct", "D is the best answer": a letter and a verdict on it.
+_VERDICT = re.compile(r"(?:is\s+)?(?:the\s+)?(?:correct|right|best)(?:\s+(?:answer|option|choice))?", re.I)
+
+
+def same_values(text: str, option: str) -> bool:
+    """Whether ``text`` names the same numbers as ``option``, in order, and no word the option lacks (beyond units)."""
+    numbers = lambda t: [n.replace(",", "") for n in _NUMBER.findall(t)]  # noqa: E731
+    words = lambda t: set(re.findall(r"[a-z]+", _NUMBER.sub(" ", t.lower())))  # noqa: E731
+    got = numbers(text)
+    return bool(got) and got == numbers(option) and words(text) <= words(option) | _VALUE_WORDS
 
 
 def _contradiction(text: str, options: list[str]) -> str | None:
@@ -252,6 +272,12 @@ def _parse(text: Any, options: list[str], multi: bool) -> ParseResult:
     conflict = _contradiction(body, options)
     if conflict:
         return ParseResult(None, False, conflict, "none")
+    opening = _YES_NO_OPENING.match(body)
+    if opening and not multi:  # "Yes, the rhythm pattern supports the presence of ...": the first word answers, unless the other appears
+        chosen = next((o for o in options if o.lower() == opening.group(1).lower()), None)
+        other = "no" if opening.group(1).lower() == "yes" else "yes"
+        if chosen is not None and not re.search(rf"\b{other}\b", body, re.I):
+            return ParseResult(chosen, True, "", "opening")
     value = _mentioned(body, options, multi) or _mentioned(body.replace("*", ""), options, multi)
     if value is not None:
         return ParseResult(value, True, "", "mention")

@@ -6,8 +6,11 @@ summarizes a task's samples for ``results.json``. Scoring is deterministic and
 never raises on model text. What is computed, by family:
 
 * **Closed QA** (``options`` is a list): the reply is read with
-  :func:`ecgtrace.agents.exam.parsing.parse_answer`; ``correct`` is an exact match;
-  ``score`` is 100 or 0.
+  :func:`ecgtrace.agents.exam.parsing.parse_answer` (a letter, a letter with
+  the option's text, the text, a sentence: "D", "D. 1", "The answer is D. 1");
+  ``correct`` is an exact match; ``score`` is 100 or 0. A yes/no question asked
+  without options (Holtercare's free presence questions) reads Yes or No from
+  the reply ("Yes, the rhythm pattern supports ...").
 * **Open numeric** (``answer_type`` ``integer`` or ``time_ms``, or any
   ``*_bpm`` type): the first number of the reply (see
   :func:`~ecgtrace.agents.exam.reply_values.parse_number`,
@@ -22,9 +25,13 @@ never raises on model text. What is computed, by family:
   ``provenance.params.tolerance_ms``, default 150 ms); see
   :func:`match_times`. Precision, recall and F1 per item; the task reports
   the micro F1 (pooled TP/FP/FN) and the mean item F1.
-* **Open label** (``open_diagnosis``): ``correct`` when the true diagnosis is
-  named (synonyms, not negated) and no other abnormal diagnosis is; plus
-  ROUGE-L against the label.
+* **Open label** (``open_diagnosis``, ``open_multi_diagnosis``): the answer is
+  one diagnosis label or a set of them; the findings the reply asserts
+  (synonyms, not negated: :mod:`ecgtrace.agents.exam.findings_text`) are
+  compared as a set. ``correct`` is the exact-set match, ``score`` is 100 times
+  the F1 of the findings (precision: asserted findings that are true, a
+  finding compatible with a true one - the PVCs of a couplet - neither counts
+  nor costs; recall: true findings asserted); plus ROUGE-L against the label.
 * **Free text** (``text``, e.g. ``open_evidence``, ``report_summary``):
   ROUGE-L F-measure (``rouge-score``, stemming on) times 100.
 * **Reports**: see :mod:`ecgtrace.agents.exam.report_stats` (statistics extracted
@@ -61,6 +68,7 @@ Summaries (``per_task[task]`` in ``results.json``), by family:
   with ``ScoreMAE = 100 / (1 + exp((MAE - mu) / sigma))`` over the task's items
   (:data:`MAE_REFERENCE`);
 * timestamps: ``micro`` (pooled TP/FP/FN -> P/R/F1) and ``mean_f1``;
+* label: ``micro`` (pooled TP/FP/FN of findings -> P/R/F1) and ``mean_f1``;
 * label and text: ``rouge_l`` (mean ROUGE-L F, 0-1);
 * report: ``field_accuracy`` (mean per sample, 0-1), ``fields[name]``
   (Wilson accuracy per statistic), ``completeness``, ``hallucination_rate``
@@ -77,7 +85,8 @@ from functools import lru_cache
 from typing import Any
 
 from ecgtrace.agents.exam.parsing import is_correct, parse_answer, strip_thinking
-from ecgtrace.agents.exam.report_stats import label_verdict, score_report
+from ecgtrace.agents.exam.findings_text import label_verdict
+from ecgtrace.agents.exam.report_stats import score_report
 from ecgtrace.agents.exam.reply_values import parse_number, parse_times_ms
 from ecgtrace.metrics import mean_interval, proportion
 
@@ -220,9 +229,14 @@ def content_family(item: dict[str, Any]) -> str:
 Scored = dict[str, Any]
 
 
+#: The options of a yes/no question asked without them (Holtercare's free presence questions).
+YES_NO = ["Yes", "No"]
+
+
 def _closed(item: dict[str, Any], text: str | None, error: str | None, out: Scored) -> Scored:
     if not error:
-        parsed = parse_answer(text, list(item["options"]), False)
+        options = list(item.get("options") or (YES_NO if item.get("answer_type") == "yes_no" else [item["answer"]]))
+        parsed = parse_answer(text, options, False)
         out.update(parsed=parsed.value, parse_ok=parsed.ok, parse_reason=parsed.reason or None)
     out["correct"] = bool(out["parse_ok"] and is_correct(out["parsed"], item["answer"]))
     out["score"] = 100.0 if out["correct"] else 0.0
@@ -260,10 +274,13 @@ def _timestamps(item: dict[str, Any], text: str | None, error: str | None, out: 
 
 
 def _label(item: dict[str, Any], text: str | None, error: str | None, out: Scored) -> Scored:
-    verdict = label_verdict(text or "", str(item.get("answer", ""))) if not error else {"correct": False, "named": []}
+    verdict = label_verdict(text or "", str(item.get("answer", "")))
+    if error:
+        verdict = {**verdict, "correct": False, "named": [], "tp": 0, "fp": 0, "fn": verdict["tp"] + verdict["fn"],
+                   "precision": 0.0, "recall": 0.0, "f1": 0.0}
     rl = rouge_l(strip_thinking(text or ""), str(item.get("answer", ""))) if not error else {"f1": 0.0}
     out.update(parsed=verdict.get("named"), parse_ok=bool(text) and not error, correct=bool(verdict["correct"]),
-               score=100.0 if verdict["correct"] else 0.0, details={"rouge_l": rl, **verdict})
+               score=round(100.0 * float(verdict["f1"]), 4), details={"rouge_l": rl, **verdict})
     return out
 
 
@@ -347,7 +364,12 @@ def _rouge_block(rows: Rows) -> dict[str, Any]:
 
 
 def _label_block(rows: Rows) -> dict[str, Any]:
-    return {**_accuracy_block(rows), **_rouge_block(rows)}
+    details = [t["details"] for t in _turns(rows)]
+    tp, fp, fn = (sum(int(d.get(k, 0)) for d in details) for k in ("tp", "fp", "fn"))
+    micro = {"tp": tp, "fp": fp, "fn": fn, "precision": _r(tp / (tp + fp)) if tp + fp else 0.0, "recall": _r(tp / (tp + fn)) if tp + fn else 0.0,
+             "f1": _r(2 * tp / (2 * tp + fp + fn)) if tp + fp + fn else 0.0}
+    return {**_accuracy_block(rows), "micro": micro, "mean_f1": mean_interval([float(d.get("f1", 0.0)) for d in details], 0.0, 1.0),
+            **_rouge_block(rows)}
 
 
 def _report_block(rows: Rows) -> dict[str, Any]:

@@ -37,9 +37,11 @@ from ecgtrace.agents.exam.budget import PromptBudget, estimate_request_tokens, s
 from ecgtrace.agents.exam.examinees import Examinee, Reply
 from ecgtrace.agents.exam.messages import check_modality, prompt_record
 from ecgtrace.agents.exam.qa_scoring import SCORING_VERSION, family, score_answer, tolerance_ms
+from ecgtrace.agents.exam.replay import RecordedAnswers
 from ecgtrace.agents.exam.run_control import SHUFFLE_VERSION, shuffled_options
 from ecgtrace.agents.exam.run_loop import EpochUnit, epoch_units, examine, worker_count, write_exam_results
 from ecgtrace.agents.exam.turns import answered_row, turn_spec, unasked_row
+from ecgtrace.agents.exam.video_parts import VideoSettings, video_messages
 from ecgtrace.contracts.datasets import ItemSet, load_items
 from ecgtrace.contracts.qa import QAItem
 from ecgtrace.contracts.runs import QASample, sample_key
@@ -51,7 +53,7 @@ from ecgtrace.tools.text_encodings import RAW, EncodingError, TextEncoding
 QA_PROMPT_VERSION = "1"
 SYSTEM_PROMPT = messages.QA.system_prompt
 
-__all__ = ["QAFormatError", "QA_PROMPT_VERSION", "SYSTEM_PROMPT", "ask", "build_messages", "check_modality", "identity_for",
+__all__ = ["QAFormatError", "QA_PROMPT_VERSION", "SYSTEM_PROMPT", "answers_identity", "ask", "build_messages", "check_modality", "identity_for",
            "load_qa", "make_turn", "prompt_record", "question_text", "run_one", "run_qa"]
 
 
@@ -85,9 +87,15 @@ def question_text(item: QAItem | dict[str, Any]) -> str:
     return messages.question_prompt(it.question, it.options, answer_type=it.answer_type)
 
 
-def build_messages(item: QAItem | dict[str, Any], base_dir: str | Path, modality: str, encoding: TextEncoding = RAW) -> list[dict[str, Any]]:
-    """OpenAI chat messages for one item: its own messages, else built from its asset files (QA layout)."""
+def build_messages(item: QAItem | dict[str, Any], base_dir: str | Path, modality: str, encoding: TextEncoding = RAW, *,
+                   video: VideoSettings | None = None) -> list[dict[str, Any]]:
+    """OpenAI chat messages for one item: its own messages, else built from its asset files (QA layout).
+
+    ``modality="video"`` sends the item's MP4 as frames or as ``video_url`` (:mod:`ecgtrace.agents.exam.video_parts`).
+    """
     it = as_qa_item(item)
+    if modality == "video":
+        return video_messages(it, base_dir, video or VideoSettings(), system_prompt=messages.QA.system_prompt, prompt=question_text(it))
     return messages.build_messages(it, base_dir, modality, layout=messages.QA, prompt=question_text(it), encoding=encoding)
 
 
@@ -144,28 +152,41 @@ async def _verdict(judge: Examinee | None, rubrics: dict[str, Any] | None, data:
 async def run_one(item: QAItem | dict[str, Any], base_dir: str | Path, examinee: Examinee, modality: str, *,
                   judge: Examinee | None = None, rubrics: dict[str, Any] | None = None,
                   ask_human: Callable[[dict[str, Any]], str] | None = None, encoding: TextEncoding = RAW,
-                  budget: PromptBudget | None = None, epoch: int = 0, seed: int = 0) -> dict[str, Any]:
+                  budget: PromptBudget | None = None, epoch: int = 0, seed: int = 0, replay: RecordedAnswers | None = None,
+                  video: VideoSettings | None = None) -> dict[str, Any]:
     """Ask, score and (optionally) judge one item; returns its samples.jsonl row (:class:`QASample` JSON).
 
     An item whose ECG cannot be written in ``encoding``, or whose request would
     not fit ``budget``, is not asked: its row says why (``skipped``).
+    With ``replay`` (answers a model already gave, :mod:`ecgtrace.agents.exam.replay`) nothing is shown to
+    anyone: the row keeps the prompt recorded with the answer, else the question as the scorer reads it, and
+    a sample the recorded run skipped is skipped again for the same reason.
     """
     it = shown_item(item, seed=seed, epoch=epoch)
     data = it.to_json()
     turn = make_turn(it)
-    try:
-        request = build_messages(it, base_dir, modality, encoding)
-    except EncodingError as exc:
-        return _skipped_row(it, data, turn, epoch, skip_record("encoding", str(exc), text_encoding=encoding.to_json()))
-    if budget is not None:
-        tokens = estimate_request_tokens(request)
-        if not budget.fits(tokens):
-            return _skipped_row(it, data, turn, epoch, skip_record("token_budget", budget.reason(tokens, "the request"), prompt_tokens=tokens,
-                                                                   budget=budget, text_encoding=encoding.to_json()))
-    reply = await ask(examinee, request, turn, ask_human)
+    key = sample_key(it.id, epoch)
+    if replay is not None:
+        if key in replay.skipped:
+            return _skipped_row(it, data, turn, epoch, replay.skipped[key])
+        request: list[dict[str, Any]] = []
+    elif not examinee.reads_ecg and it.record is None and not it.messages:  # a baseline on an item without signal
+        request = [{"role": "system", "content": messages.QA.system_prompt}, {"role": "user", "content": question_text(it)}]
+    else:
+        try:
+            request = build_messages(it, base_dir, modality, encoding, video=video)
+        except EncodingError as exc:
+            return _skipped_row(it, data, turn, epoch, skip_record("encoding", str(exc), text_encoding=encoding.to_json()))
+        if budget is not None:
+            tokens = estimate_request_tokens(request)
+            if not budget.fits(tokens):
+                return _skipped_row(it, data, turn, epoch, skip_record("token_budget", budget.reason(tokens, "the request"), prompt_tokens=tokens,
+                                                                       budget=budget, text_encoding=encoding.to_json()))
+    reply = await ask(examinee, request, turn if replay is None else {**turn, "sample_key": key}, ask_human)
     scored = score_answer(data, reply.raw, error=reply.error)
-    verdict = await _verdict(judge, rubrics, data, reply, scored)
-    row = answered_row(turn, prompt_record(request), reply, parsed=scored["parsed"], parse_ok=scored["parse_ok"],
+    verdict = await _verdict(judge, rubrics, data if replay is None else {**data, "id": key}, reply, scored)  # a replayed verdict is found by sample
+    prompt = prompt_record(request) if replay is None else replay.prompts.get((key, 0), question_text(it))
+    row = answered_row(turn, prompt, reply, parsed=scored["parsed"], parse_ok=scored["parse_ok"],
                        parse_reason=scored["parse_reason"], correct=scored["correct"], score=scored["score"], details=scored["details"])
     return QASample(id=sample_key(it.id, epoch), epoch=epoch, task=it.task, template_id=it.template_id, answer_type=it.answer_type,
                     family=scored["family"], finding=it.finding, split=it.split, score=scored["score"], correct=scored["correct"],
@@ -190,7 +211,8 @@ async def run_qa(qa: ItemSet, run: Any, examinee: Examinee, *, modality: str = "
                  on_sample: Callable[[dict[str, Any]], None] | None = None,
                  ask_human: Callable[[dict[str, Any]], str] | None = None, skip_ids: set[str] | None = None,
                  items: list[Any] | None = None, encoding: TextEncoding = RAW, budget: PromptBudget | None = None,
-                 epochs: int = 1, seed: int = 0, pricing: dict[str, dict[str, float]] | None = None) -> dict[str, Any]:
+                 epochs: int = 1, seed: int = 0, pricing: dict[str, dict[str, float]] | None = None,
+                 replay: RecordedAnswers | None = None, video: VideoSettings | None = None) -> dict[str, Any]:
     """Run (or resume) the QA evaluation; returns the results written to ``results.json``.
 
     Args:
@@ -200,6 +222,8 @@ async def run_qa(qa: ItemSet, run: Any, examinee: Examinee, *, modality: str = "
         encoding: how the ECG is written as text; budget: the prompt token budget (None: no check).
         epochs: times each item is asked (options shuffled from epoch 1 on, seeded by ``seed``).
         pricing: USD per 1M tokens by model name, for the cost in ``results["usage"]``.
+        replay: the answers are recorded ones (``examinee`` is a :class:`~ecgtrace.agents.exam.replay.ReplayExaminee`).
+        video: how ``modality="video"`` sends the video (frames or ``video_url``).
     """
     from ecgtrace.agents.exam.qa_results import headline_qa, summarize_qa
 
@@ -209,13 +233,38 @@ async def run_qa(qa: ItemSet, run: Any, examinee: Examinee, *, modality: str = "
 
     async def examine_one(unit: EpochUnit[QAItem]) -> dict[str, Any]:
         return await run_one(unit.item, qa.base_dir, examinee, modality, judge=judge, rubrics=rubrics, ask_human=ask_human,
-                             encoding=encoding, budget=budget, epoch=unit.epoch, seed=seed)
+                             encoding=encoding, budget=budget, epoch=unit.epoch, seed=seed, replay=replay, video=video)
 
     await examine(run, epoch_units(selected, epochs), examine_one, workers=worker_count(examinee, concurrency), on_sample=on_sample)
     models = {"examinee": (run.header.get("identity") or {}).get("model") or getattr(examinee, "name", None),
               "judge": getattr(judge, "name", None) if judge is not None else None}
     return write_exam_results(run, selected, summarize_qa, kind="qa", epochs=epochs, headline=headline_qa, models=models, pricing=pricing,
                          budget=budget.to_json() if budget else None)
+
+
+def answers_identity(qa: ItemSet, answers: RecordedAnswers, *, limit: int | None, judge: str | None) -> dict[str, Any]:
+    """What decides the results of scoring recorded answers.
+
+    A run's own answers keep that run's identity, with today's scoring version
+    (so the same code gives the same run id and results, and a scorer fix a
+    new one); any other answers file is named by its SHA-256.
+
+    Raises:
+        AnswersError: the run examined another dataset, or is not a QA run.
+    """
+    from ecgtrace.agents.exam.judge import JUDGE_VERSION
+    from ecgtrace.agents.exam.replay import AnswersError
+
+    if answers.header is not None:
+        source = dict(answers.header["identity"])
+        if answers.header.get("kind") != "qa":
+            raise AnswersError(f"--answers {answers.path}: a run of kind {answers.header.get('kind')!r}, not a QA run")
+        if source.get("dataset_sha256") != qa.sha256:
+            raise AnswersError(f"--answers {answers.path}: its run examined another dataset (SHA-256 {str(source.get('dataset_sha256'))[:12]}..., "
+                               f"this one is {qa.sha256[:12]}...)")
+        return {**source, "scoring_version": SCORING_VERSION, **({"judge_version": JUDGE_VERSION} if source.get("judge") else {})}
+    return {"kind": "qa", "dataset_sha256": qa.sha256, "dataset_items": len(qa.items), "model": None, "answers_sha256": answers.sha256,
+            "limit": limit, "scoring_version": SCORING_VERSION, "judge": judge, "judge_version": JUDGE_VERSION if judge else None}
 
 
 def identity_for(qa: ItemSet, *, model: str, modality: str, seed: int, limit: int | None = None, max_tokens: int | None,

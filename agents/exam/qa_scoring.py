@@ -27,7 +27,9 @@ from ecgtrace.agents.exam.qa_families import (
 from ecgtrace.agents.exam.reply_values import parse_number, parse_times_ms
 from ecgtrace.agents.holter.tasks import find_task
 
-SCORING_VERSION = "1"
+#: Part of a run's identity. 2: label sets (precision, recall, F1 score), times that share a unit or come in parts
+#: ("1 h 5 min"), report breakdowns and Holtercare phrasings, yes/no read without options.
+SCORING_VERSION = "2"
 
 __all__ = ["DEFAULT_TOLERANCE_MS", "MAE_REFERENCE", "SCORING_VERSION", "family", "match_times", "numeric_error", "parse_number",
            "parse_times_ms", "rouge_l", "score_answer", "score_mae", "tolerance_ms"]

@@ -5,9 +5,14 @@
 tolerant to the ways people write them::
 
     "mean HR 72 bpm", "average heart rate of 72 bpm", "Heart rate mean 72 bpm, maximum 131 bpm"
+    "The maximum recorded heart rate was 135 bpm", "The fastest recorded rate was 191 bpm"
     "PVCs: 123 (0.5%)", "123 PVCs (0.5%)", "Ventricular ectopy: 123 beats (0.5%)", "PVC burden 0.5%"
-    "max heart rate of 131 bpm at 14:02:03" (the time is kept as max_hr_t_ms, h:m:s elapsed)
+    "max heart rate of 131 bpm at 14:02:03", "minimum HR 41 bpm at 03:12" (the time is kept as
+    max_hr_t_ms / min_hr_t_ms, elapsed h:m:s or h:mm)
     "3.2% of the time above 100 bpm", "HR < 60 bpm: 10.1%", "no pauses", "two couplets"
+    "The recording lasted 22 hours 39 minutes", "138,156 heartbeats"
+    "PVC breakdown: 40 single, 1 paired, 2 in runs, 1 bigeminy and 0 trigeminy episodes"
+    (:mod:`ecgtrace.agents.exam.report_breakdown`)
 
 A JSON object in the reply (``report_statistics`` asks for one) is read
 first; fields it lacks fall back to the text rules. Each field is compared to
@@ -19,16 +24,17 @@ the truth within :func:`field_tolerance`:
 * ``pct_time_hr_gt_100`` / ``pct_time_hr_lt_60``: 2 percentage points;
 * ``pac_total`` / ``pvc_total``: max(2, 5 %); ``pac_pct`` / ``pvc_pct``:
   max(0.1 points, 10 %);
-* episode counts (couplets, runs, bigeminy, trigeminy, pauses): 10 % rounded
-  down, so exact below 10;
-* ``rhythm``: the set of rhythm findings named (AF, first-degree AV block,
-  sinus tachycardia, sinus bradycardia, flutter, 2nd/3rd-degree block) equals
-  the truth's.
+* episode counts (couplets, runs, bigeminy, trigeminy, pauses, the PAC/PVC
+  breakdowns): 10 % rounded down, so exact below 10;
+* ``rhythm``: the set of rhythm findings named (AF, atrial flutter, atrial
+  tachycardia, first/second/third-degree AV block, junctional and ventricular
+  escape rhythms, sinus tachycardia, sinus bradycardia) equals the truth's.
 
 **Hallucinations** are findings the model asserts (named, not negated, and
 not with a count of 0) that the truth does not hold: a rhythm finding not in
-the true rhythm, or couplets/runs/VT/SVT/bigeminy/trigeminy/pauses/PACs/PVCs
-when the true count is 0.
+the true rhythm, or couplets/runs/VT/SVT/bigeminy/trigeminy/pauses/PACs/PVCs/
+non-conducted PACs when the true count is 0 (a count the truth does not hold,
+such as a breakdown a JSON report lacks, is never a hallucination).
 """
 
 from __future__ import annotations
@@ -38,21 +44,19 @@ import math
 import re
 from typing import Any
 
-from ecgtrace.agents.holter.report import DIAGNOSIS_LABELS, REPORT_FIELDS
+from ecgtrace.agents.exam.findings_text import PAC, PVC, asserted, clauses, label_verdict, normalize
 from ecgtrace.agents.exam.parsing import json_values
-from ecgtrace.agents.exam.parsing import strip_thinking
-from ecgtrace.agents.exam.reply_values import parse_times_ms
+from ecgtrace.agents.exam.report_breakdown import breakdown_class, breakdown_counts
+from ecgtrace.agents.exam.reply_values import parse_duration_ms, parse_times_ms
+from ecgtrace.agents.holter.report import REPORT_FIELDS
+
+__all__ = ["claimed_findings", "clauses", "extract_statistics", "field_tolerance", "label_verdict", "rhythm_findings", "score_report",
+           "truth_findings", "truth_statistics"]
 
 NUM = r"(?<![\d.,])(?P<v>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|no|zero|one|two|three|four|five|six|seven|eight|nine|ten)(?!\.?\d)"
 _WORD = {"no": 0, "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10}
 _NOT_UNIT = r"(?!\s*(?:%|bpm|ms\b|msec|s\b|sec|mv\b|hours?\b|h\b|min))"
 _SKIP_WORD = r"(?:(?!ms\b|s\b|sec|bpm|mv\b|hours?\b|h\b|min|and\b|or\b)[a-z]+\s+)"
-_NEG = re.compile(r"\b(?:no|not|without|absent|denies|negative\s+for|free\s+of|nor|none|neither)\b", re.I)
-
-PVC = r"(?:pvcs?|vpcs?|vpbs?|ves|premature\s+ventricular\s+(?:contractions?|complex(?:es)?|beats?)|ventricular\s+(?:ectopy|ectopic\s+beats?|premature\s+(?:beats?|complex(?:es)?|contractions?)|extrasystoles?))"
-PAC = (r"(?:pacs?|apcs?|apbs?|sves|svpbs?|premature\s+atrial\s+(?:contractions?|complex(?:es)?|beats?)|"
-       r"supraventricular\s+(?:ectopy|ectopic\s+beats?|premature\s+(?:beats?|complex(?:es)?|contractions?)|extrasystoles?)|"
-       r"atrial\s+(?:ectopy|ectopic\s+beats?|premature\s+(?:beats?|complex(?:es)?)))")
 COUNT_KW: dict[str, str] = {
     "pvc_total": PVC,
     "pac_total": PAC,
@@ -67,9 +71,12 @@ LT60 = r"(?:<|below|under|less\s+than|lower\s+than)\s*60"
 RHYTHM_TERMS: dict[str, str] = {
     "af": r"atrial\s+fibrillation|\ba-?fib\b|\baf\b",
     "atrial_flutter": r"atrial\s+flutter",
+    "atrial_tachycardia": r"(?<!supraventricular\s)atrial\s+tachycardia",
     "avb1": r"first[-\s]degree\s+(?:av\s+|atrioventricular\s+|heart\s+)?block|1st[-\s]degree\s+(?:av\s+)?block|\bavb1\b",
-    "avb2": r"second[-\s]degree\s+(?:av\s+|atrioventricular\s+|heart\s+)?block|mobitz|wenckebach",
+    "avb2": r"second[-\s]degree\s+(?:av\s+|atrioventricular\s+|heart\s+)?block|mobitz|wenckebach|2\s*:\s*1\s+(?:av\s+|atrioventricular\s+)?block",
     "avb3": r"third[-\s]degree\s+(?:av\s+|atrioventricular\s+|heart\s+)?block|complete\s+(?:heart|av)\s+block",
+    "junctional_rhythm": r"(?:junctional|nodal)\s+(?:escape\s+)?rhythm",
+    "ventricular_escape_rhythm": r"ventricular\s+escape\s+rhythm|(?<!accelerated\s)idioventricular\s+rhythm",
     "sinus_tachycardia": r"sinus\s+tachycardia",
     "sinus_bradycardia": r"sinus\s+bradycardia",
 }
@@ -83,6 +90,7 @@ COUNT_TERMS: dict[str, tuple[str, str]] = {
     "pause": (r"\bpauses?\b|sinus\s+arrest", "pauses"),
     "pvc": (PVC, "pvc_total"),
     "pac": (PAC, "pac_total"),
+    "nonconducted_pac": (r"(?:non-?\s*conducted|blocked)\s+(?:pacs?|premature\s+atrial)", "pac_nonconducted"),
 }
 NUMERIC_FIELDS = tuple(f for f in REPORT_FIELDS if f != "rhythm")
 _ALIASES = {"mean_hr": "mean_hr_bpm", "avg_hr_bpm": "mean_hr_bpm", "average_hr_bpm": "mean_hr_bpm", "max_hr": "max_hr_bpm",
@@ -95,14 +103,7 @@ def _num(token: str) -> float:
     return float(_WORD[token]) if token in _WORD else float(token.replace(",", ""))
 
 
-def clauses(text: str) -> list[str]:
-    """Sentences/clauses: split at ``.``/``;`` before a space or the end, and at newlines (never inside 0.5)."""
-    return [c.strip() for c in re.split(r"[.;](?=\s|$)|\n", text) if c.strip()]
-
-
-def _normalize(text: str) -> str:
-    text = strip_thinking(text).replace("_", " ").replace("*", "")
-    return re.sub(r"(\d)-(hours?|h|minutes?|min|seconds?|s)\b", r"\1 \2", text, flags=re.I)
+_normalize = normalize
 
 
 def _count_patterns(kw: str) -> list[re.Pattern[str]]:
@@ -120,7 +121,11 @@ for _field, _kw in (("pvc_pct", PVC), ("pac_pct", PAC)):
         rf"{NUM}\s*%\s*(?:of\s+(?:all\s+|total\s+)?(?:beats|qrs\s+complexes|heartbeats)\s*)?(?:were\s+|are\s+)?{_kw}",
         rf"\b{_kw}\b[^%;\n]{{0,40}}?{NUM}\s*%",
     )]
-_HR_TAIL = rf"\s*(?:heart\s*rate|hr|rate|ventricular\s+rate)?\s*(?:was|of|is|=|:|reached|at)?\s*(?:of\s+)?{NUM}(?!\s*(?:%|ms\b|s\b|sec|mv))"
+# "The maximum recorded heart rate was 135 bpm", "The fastest recorded rate was 191 bpm", "mean heart rate over the recording was 72 bpm"
+_HR_QUALIFIER = r"(?:\s+(?:recorded|observed|measured|detected|documented|instantaneous|sinus|overall))*"
+_HR_SPAN = r"(?:\s+(?:during|over|across|throughout|for)\s+(?:the\s+)?(?:whole\s+|entire\s+)?(?:recording|monitoring|period|study))?"
+_HR_TAIL = (rf"{_HR_QUALIFIER}\s*(?:heart\s*rate|hr|rate|ventricular\s+rate)?{_HR_SPAN}\s*(?:was|of|is|=|:|reached|at)?\s*(?:of\s+)?"
+            rf"{NUM}(?!\s*(?:%|ms\b|s\b|sec|mv))")
 _PATTERNS["mean_hr_bpm"] = [re.compile(p, re.I) for p in (rf"\b(?:mean|average|avg)\.?{_HR_TAIL}", rf"(?:averag\w*|mean\s+of)\s+{NUM}\s*bpm", rf"{NUM}\s*bpm\s+(?:on\s+)?average")]
 _PATTERNS["max_hr_bpm"] = [re.compile(rf"\b(?:max(?:imum|imal)?|highest|peak|fastest)\.?{_HR_TAIL}", re.I)]
 _PATTERNS["min_hr_bpm"] = [re.compile(rf"\b(?:min(?:imum|imal)?|lowest|slowest)\.?{_HR_TAIL}", re.I)]
@@ -131,11 +136,34 @@ _PATTERNS["total_beats"] = [re.compile(p, re.I) for p in (
     rf"\b(?:beats|heartbeats|qrs\s+complexes)\s*(?:total|count)?\s*[:=]\s*{NUM}",
     rf"{NUM}\s+(?:total\s+)?(?:beats|heartbeats|qrs\s+complexes)\b(?!\s*\()",
 )]
+for _field, _kw in (("pvc_single", PVC), ("pac_single", PAC)):
+    _PATTERNS[_field] = [re.compile(rf"{NUM}\s+single\s+{_kw}\b", re.I), re.compile(rf"\bsingle\s+{_kw}\s*[:=]\s*{NUM}", re.I)]
+_PATTERNS["pac_nonconducted"] = [re.compile(rf"{NUM}\s+(?:non-?\s*conducted|blocked)\s+{PAC}\b", re.I)]
 _HR_RANGE = re.compile(rf"(?:heart\s*rate|hr)[^.;\n]{{0,20}}?(?:ranged|range|ranging|varied|varying)\s*(?:from|between)?\s*{NUM.replace('<v>', '<lo>')}\s*(?:bpm)?\s*(?:to|-|and)\s*{NUM.replace('<v>', '<hi>')}", re.I)
 _DURATION = re.compile(r"\b(?:duration|recorded|recording|monitor(?:ing|ed)|length|analy[sz]ed)\b", re.I)
+_TIME_PART = re.compile(r"\d+(?:\.\d+)?\s*(?:h\b|hours?|hrs?|min\b|mins?\b|minutes?|s\b|secs?\b|seconds?)", re.I)
+#: what may stand between a duration and the word it belongs to: "24 hours of Holter recording", "22 hours 39 minutes recorded"
+_DURATION_GAP = re.compile(r"\s*(?:of\s+)?(?:(?:holter|ecg|ambulatory|continuous)\s+)*", re.I)
 _RHYTHM_FIELD = re.compile(r"\b(?:underlying\s+|dominant\s+|predominant\s+)?rhythm\s*(?:[:=]|was|is)\s*(?P<r>[^\n;]+)", re.I)
 _NO_LIST = re.compile(r"\b(?:no|without|absence\s+of)\s+((?:(?!\bbut\b|\bwith\b|\balthough\b|\bexcept\b)[^.;\n\d])+)", re.I)
 _TIME_AFTER = re.compile(r"^\s*(?:bpm|beats\s+per\s+minute)?\s*\)?\s*,?\s*(?:at|@|occurring\s+at|recorded\s+at|reached\s+at)\s*", re.I)
+
+
+#: "exceeded 100 bpm for 8% of the time and was under 60 bpm for 4%": a percentage belongs to the nearer threshold.
+_OTHER_THRESHOLD = {"pct_time_hr_lt_60": (re.compile(rf"{GT100}(?P<gap>\s*(?:bpm)?[^%\d;\n]{{0,30}}?)$", re.I), re.compile(LT60, re.I)),
+                    "pct_time_hr_gt_100": (re.compile(rf"{LT60}(?P<gap>\s*(?:bpm)?[^%\d;\n]{{0,30}}?)$", re.I), re.compile(GT100, re.I))}
+
+
+def _search(field: str, pattern: re.Pattern[str], clause: str) -> re.Match[str] | None:
+    if field not in _OTHER_THRESHOLD:
+        return pattern.search(clause)
+    other, own = _OTHER_THRESHOLD[field]
+    for match in pattern.finditer(clause):
+        before = other.search(clause[:match.start("v")])
+        after = own.search(clause, match.end("v"))
+        if before is None or after is None or after.start() < match.end("v") or after.start() - match.end("v") <= len(before.group("gap")):
+            return match
+    return None
 
 
 def _first(field: str, parts: list[str]) -> tuple[float, re.Match[str], str] | None:
@@ -145,7 +173,7 @@ def _first(field: str, parts: list[str]) -> tuple[float, re.Match[str], str] | N
                 continue
             if field == "total_beats" and re.search(rf"\b(?:{PVC}|{PAC})\b|ectopy|ectopic", clause, re.I) and pattern is _PATTERNS[field][2]:
                 continue
-            match = pattern.search(clause)
+            match = _search(field, pattern, clause)
             if match:
                 return _num(match.group("v")), match, clause
     return None
@@ -171,11 +199,44 @@ def _json_stats(text: str) -> dict[str, Any]:
     return {}
 
 
+def _hr_times(out: dict[str, Any], field: str, hit: tuple[float, re.Match[str], str]) -> None:
+    """The time that follows a heart-rate extremum ("max 131 bpm at 14:02:03") as ``max_hr_t_ms``/``min_hr_t_ms``."""
+    rest = hit[2][hit[1].end():]
+    lead = _TIME_AFTER.match(rest)
+    if lead:
+        times = parse_times_ms(rest[lead.end():lead.end() + 30])
+        if times:
+            out[field.replace("_bpm", "_t_ms")] = times[0]
+
+
+def _duration_s(parts: list[str]) -> float | None:
+    """The recording's duration: a time after a duration word ("lasted 22 hours 39 minutes"), or right before one ("24 hours of recording")."""
+    for clause in parts:
+        found = _DURATION.search(clause)
+        if not found:
+            continue
+        after = parse_duration_ms(clause[found.end():found.end() + 60])
+        if after is not None:
+            return round(after / 1000.0, 3)
+        before = list(_TIME_PART.finditer(clause[:found.start()]))
+        if before and _DURATION_GAP.fullmatch(clause[before[-1].end():found.start()]):
+            start = before[0].start() if len(before) > 1 else before[-1].start()
+            value = parse_duration_ms(clause[start:found.start()])
+            if value is not None:
+                return round(value / 1000.0, 3)
+    return None
+
+
 def extract_statistics(text: str) -> dict[str, Any]:
-    """Every field found in ``text``: numbers as floats, ``rhythm`` as text, plus ``max_hr_t_ms``/``min_hr_t_ms``."""
+    """Every field found in ``text``: numbers as floats, ``rhythm`` as text, plus ``max_hr_t_ms``/``min_hr_t_ms``.
+
+    PAC/PVC breakdown clauses ("PVC breakdown: 40 single, 1 paired ...") give the
+    breakdown fields and nothing else; the other fields are read from the other clauses.
+    """
     body = _normalize(text or "")
     out = _json_stats(body)
-    parts = clauses(body)
+    every = clauses(body)
+    parts = [c for c in every if not breakdown_class(c)]
     for field in NUMERIC_FIELDS:
         if field in out or field == "duration_s" or field not in _PATTERNS:
             continue
@@ -184,36 +245,29 @@ def extract_statistics(text: str) -> dict[str, Any]:
             continue
         out[field] = hit[0]
         if field in ("max_hr_bpm", "min_hr_bpm"):
-            rest = hit[2][hit[1].end():]
-            lead = _TIME_AFTER.match(rest)
-            if lead:
-                times = parse_times_ms(rest[lead.end():lead.end() + 30])
-                if times:
-                    out[field.replace("_bpm", "_t_ms")] = times[0]
+            _hr_times(out, field, hit)
     if True:  # "2 runs of VT and 1 run of SVT", "0 VT runs, 2 SVT runs" -> the sum
         kinds = r"(vt|svt|nsvt|(?:supra)?ventricular\s+tachycardia)"
-        typed = re.findall(rf"{NUM}\s+runs?\s+of\s+{kinds}", body, re.I) + re.findall(rf"{NUM}\s+{kinds}\s+(?:runs?|episodes?)", body, re.I)
+        rest = ". ".join(parts)
+        typed = re.findall(rf"{NUM}\s+runs?\s+of\s+{kinds}", rest, re.I) + re.findall(rf"{NUM}\s+{kinds}\s+(?:runs?|episodes?)", rest, re.I)
         if len({kind.lower() for _, kind in typed}) >= 2:
             out["runs"] = float(sum(_num(v) for v, _ in typed))
-    for match in _NO_LIST.finditer(body):  # "No pauses, couplets or runs were seen." -> all three 0
+    for match in _NO_LIST.finditer(". ".join(parts)):  # "No pauses, couplets or runs were seen." -> all three 0
         for field, kw in COUNT_KW.items():
             if field not in out and re.search(rf"\b{kw}\b", match.group(1), re.I):
                 out[field] = 0.0
+    for clause in every:
+        for field, value in breakdown_counts(clause).items():
+            out.setdefault(field, value)
     if "max_hr_bpm" not in out or "min_hr_bpm" not in out:
         match = _HR_RANGE.search(body)
         if match:
             out.setdefault("min_hr_bpm", _num(match.group("lo")))
             out.setdefault("max_hr_bpm", _num(match.group("hi")))
     if "duration_s" not in out:
-        for clause in parts:
-            match = re.search(r"(\d+(?:\.\d+)?)\s*(?:h|hours?|hrs?)\s+(?:of\s+)?(?:recording|recorded|monitoring|holter|ecg|data)", clause, re.I)
-            times = [float(match.group(1)) * 3.6e6] if match else []
-            found = _DURATION.search(clause)
-            if not times and found:
-                times = parse_times_ms(clause[found.end():found.end() + 40], bare=False)
-            if times:
-                out["duration_s"] = round(times[0] / 1000.0, 3)
-                break
+        duration = _duration_s(parts)
+        if duration is not None:
+            out["duration_s"] = duration
     if "rhythm" not in out:
         for clause in parts:
             match = _RHYTHM_FIELD.search(clause)
@@ -224,22 +278,6 @@ def extract_statistics(text: str) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------ findings
-
-def _mentions(pattern: str, text: str) -> list[int]:
-    return [m.start() for m in re.finditer(pattern, text, re.I)]
-
-
-def _negated(text: str, pos: int) -> bool:
-    """A negation word in the 40 characters before ``pos`` (same clause), or a count of 0 right before it."""
-    start = max(text.rfind(".", 0, pos), text.rfind(";", 0, pos), text.rfind("\n", 0, pos), pos - 40)
-    prefix = text[start + 1:pos]
-    return bool(_NEG.search(prefix) or re.search(r"(?<![\d.])(?:0|zero)\s+(?:[a-z]+\s+)?$", prefix, re.I))
-
-
-def asserted(pattern: str, text: str) -> bool:
-    """Named at least once without a negation in the 40 characters before it (same clause)."""
-    return any(not _negated(text, p) for p in _mentions(pattern, text))
-
 
 def rhythm_findings(text: str) -> list[str]:
     return sorted(k for k, pattern in RHYTHM_TERMS.items() if asserted(pattern, text or ""))
@@ -318,37 +356,10 @@ def score_report(item: dict[str, Any], text: str) -> dict[str, Any]:
     n = len(fields)
     correct = sum(1 for f in fields.values() if f["status"] == "correct")
     reported = sum(1 for f in fields.values() if f["status"] != "missing")
-    claims = claimed_findings(text, got)
+    # a finding counted by a field the truth lacks (a JSON report has no breakdowns) can be neither confirmed nor denied
+    unknown = {name for name, (_, field) in COUNT_TERMS.items() if field not in truth}
+    claims = claimed_findings(text, got) - unknown
     truth_set = truth_findings(truth)
     return {"fields": fields, "n_fields": n, "n_correct": correct, "field_accuracy": round(correct / n, 6) if n else 0.0,
             "completeness": round(reported / n, 6) if n else 0.0, "extracted": got,
             "claimed": sorted(claims), "truth_findings": sorted(truth_set), "hallucinations": sorted(claims - truth_set)}
-
-
-# ------------------------------------------------------------------ diagnosis labels
-
-LABEL_TERMS: dict[str, str] = {
-    "pac": PAC, "pvc": PVC, "v_couplet": r"couplets?", "vt": COUNT_TERMS["vt"][0], "svt": COUNT_TERMS["svt"][0],
-    "v_bigeminy": r"bigemin", "v_trigeminy": r"trigemin", "af": RHYTHM_TERMS["af"], "pause": r"\bpauses?\b|sinus\s+arrest",
-    "avb1": RHYTHM_TERMS["avb1"], "sinus_tachycardia": RHYTHM_TERMS["sinus_tachycardia"],
-    "sinus_bradycardia": RHYTHM_TERMS["sinus_bradycardia"], "normal": r"normal\s+sinus\s+rhythm|\bnsr\b|normal\s+(?:ecg|rhythm)",
-}
-#: Findings a correct answer may also name (a couplet is made of PVCs...).
-_COMPATIBLE = {"v_couplet": {"pvc"}, "vt": {"pvc"}, "v_bigeminy": {"pvc"}, "v_trigeminy": {"pvc"}, "svt": {"pac"}}
-
-
-def label_verdict(text: str, label: str) -> dict[str, Any]:
-    """Open diagnosis: the true finding is named (not negated) and no other abnormal finding is."""
-    body = _normalize(text)
-    named = sorted(k for k, pattern in LABEL_TERMS.items() if asserted(pattern, body))
-    by_label = {v.lower(): k for k, v in DIAGNOSIS_LABELS.items()}
-    kind = by_label.get(label.strip().lower())
-    if kind is None:
-        ok = label.strip().lower() in body.lower()
-        return {"correct": ok, "named": named, "truth_kind": None}
-    abnormal = {k for k in named if k != "normal"}
-    if kind == "normal":
-        ok = not abnormal and ("normal" in named or bool(re.search(r"sinus\s+rhythm", body, re.I)))
-    else:
-        ok = kind in abnormal and not (abnormal - {kind} - _COMPATIBLE.get(kind, set()))
-    return {"correct": bool(ok), "named": named, "truth_kind": kind}

@@ -15,13 +15,22 @@ LABELS: dict[str, tuple[str, str]] = {
 }
 #: Diagnosis answers: the label of a window's single finding.
 DIAGNOSIS_LABELS: dict[str, str] = {**{k: KINDS[k].diagnosis for k in QA_EVENT_KINDS}, NORMAL: NORMAL_DIAGNOSIS}
-REPORT_FIELDS = ("duration_s", "total_beats", "mean_hr_bpm", "max_hr_bpm", "min_hr_bpm", "pct_time_hr_gt_100", "pct_time_hr_lt_60",
-                 "pac_total", "pac_pct", "pvc_total", "pvc_pct", "couplets", "runs", "bigeminy_episodes", "trigeminy_episodes", "pauses", "rhythm")
+#: The fields of the statistical overview (the JSON report's keys).
+STATISTICS_FIELDS = ("duration_s", "total_beats", "mean_hr_bpm", "max_hr_bpm", "min_hr_bpm", "pct_time_hr_gt_100", "pct_time_hr_lt_60",
+                     "pac_total", "pac_pct", "pvc_total", "pvc_pct", "couplets", "runs", "bigeminy_episodes", "trigeminy_episodes", "pauses", "rhythm")
+#: The PAC/PVC breakdowns a prose report adds (episode counts): single, paired, runs, bigeminy, trigeminy, non-conducted.
+#: Ventricular pairs, bigeminy and trigeminy are ``couplets``, ``bigeminy_episodes`` and ``trigeminy_episodes``.
+BREAKDOWN_FIELDS = ("pvc_single", "pvc_runs", "pac_single", "pac_pairs", "pac_runs", "pac_bigeminy", "pac_trigeminy", "pac_nonconducted")
+#: Every statistic a report can hold.
+REPORT_FIELDS = STATISTICS_FIELDS + BREAKDOWN_FIELDS
+#: Rhythm findings a report's rhythm names, in the order it names them (the first four as before the Holtercare vocabulary).
+RHYTHM_KINDS = ("af", "avb1", "sinus_tachycardia", "sinus_bradycardia", "afl", "atrial_tachycardia", "avb2_mobitz1", "avb2_mobitz2",
+                "avb_2to1", "avb3", "junctional_rhythm", "ventricular_escape_rhythm")
 
 
 def rhythm_text(facts: Facts) -> str:
     """``"sinus rhythm with episodes of atrial fibrillation and first-degree AV block"``."""
-    extras = [LABELS[k][1] for k in ("af", "avb1", "sinus_tachycardia", "sinus_bradycardia") if facts.events_of(k)]
+    extras = [LABELS[k][1] for k in RHYTHM_KINDS if facts.events_of(k)]
     dominant = "sinus rhythm"
     af_ms = sum(e["offset_ms"] - e["onset_ms"] for e in facts.events_of("af"))
     if af_ms > 0.5 * facts.duration_ms:
@@ -32,7 +41,7 @@ def rhythm_text(facts: Facts) -> str:
 
 
 def statistics(facts: Facts) -> dict[str, Any]:
-    """The statistical overview (every field of :data:`REPORT_FIELDS`)."""
+    """The statistical overview (every field of :data:`STATISTICS_FIELDS`)."""
     n = int(facts.beat_ms.size)
     n_s = int(np.count_nonzero(facts.classes == "S"))
     n_v = int(np.count_nonzero(facts.classes == "V"))
@@ -59,20 +68,18 @@ def statistics(facts: Facts) -> dict[str, Any]:
     }
 
 
-def summary_text(stats: dict[str, Any], facts: Facts) -> str:
-    """A general summary in prose built from :func:`statistics`."""
-    hours = stats["duration_s"] / 3600.0
+def ectopy_breakdown(facts: Facts) -> dict[str, int]:
+    """The PAC/PVC breakdowns (:data:`BREAKDOWN_FIELDS`): isolated beats, pairs, runs, bigeminy and trigeminy episodes, non-conducted PACs."""
+    count = lambda *kinds: sum(len(facts.events_of(k)) for k in kinds)  # noqa: E731
+    return {"pvc_single": count("pvc"), "pvc_runs": count("vt"), "pac_single": count("pac"), "pac_pairs": count("s_couplet"),
+            "pac_runs": count("svt", "s_run"), "pac_bigeminy": count("s_bigeminy"), "pac_trigeminy": count("s_trigeminy"),
+            "pac_nonconducted": count("blocked_pac")}
+
+
+def report_statistics(facts: Facts) -> dict[str, Any]:
+    """Every statistic a report holds (:data:`REPORT_FIELDS`), plus the times of the HR extrema (``max_hr_t_ms``, ``min_hr_t_ms``)."""
     hr_max, hr_min = facts.hr.get("max") or {}, facts.hr.get("min") or {}
-    parts = [
-        f"{hours:.1f} hours recorded, {stats['total_beats']} beats. Rhythm: {stats['rhythm']}.",
-        f"Heart rate mean {stats['mean_hr_bpm']} bpm, maximum {stats['max_hr_bpm']} bpm at {hr_max.get('t_ms')} ms, "
-        f"minimum {stats['min_hr_bpm']} bpm at {hr_min.get('t_ms')} ms from the recording start; "
-        f"{stats['pct_time_hr_gt_100']}% of the time above 100 bpm and {stats['pct_time_hr_lt_60']}% below 60 bpm.",
-        f"Supraventricular ectopy: {stats['pac_total']} beats ({stats['pac_pct']}%). Ventricular ectopy: {stats['pvc_total']} beats ({stats['pvc_pct']}%).",
-        f"{stats['couplets']} ventricular couplets, {stats['runs']} runs (VT or SVT), {stats['bigeminy_episodes']} episodes of bigeminy, "
-        f"{stats['trigeminy_episodes']} of trigeminy, {stats['pauses']} pauses longer than 2 s.",
-    ]
-    return " ".join(parts)
+    return {**statistics(facts), **ectopy_breakdown(facts), "max_hr_t_ms": hr_max.get("t_ms"), "min_hr_t_ms": hr_min.get("t_ms")}
 
 
 def rhythm_clues(facts: Facts, event: dict[str, Any] | None, t0_ms: int, t1_ms: int) -> list[str]:

@@ -13,7 +13,7 @@ with its own rules, and drops an item, recording why, when:
   (``ambiguous ...``);
 * a distractor could itself be a correct answer (``distractor ...``; each task
   type's ``verify_distractors``);
-* the question text shows a missing field (``question ...``).
+* the question text shows a missing field or a wrong article ("a 82-year-old") (``question ...``).
 """
 
 from __future__ import annotations
@@ -31,13 +31,13 @@ VERIFIER_VERSION = "1"
 SEAM_GUARD_MS = 1000
 EDGE_BEAT_GUARD_MS = 300
 NOISE_MARGIN_MS = 500
-_BAD_TEXT = re.compile(r"\b(None|none-year|unknown|nan)\b|[{}]|\ba adult")
+_BAD_TEXT = re.compile(r"\b(None|none-year|unknown|nan)\b|[{}]|\ba adult|\ba (?:8\d?|11|18)-year-old|\ban (?![8]|11-|18-)\d+-year-old")
 
 
 def _text_and_evidence_checks(facts: Facts, item: dict[str, Any]) -> str | None:
     """Checks every item gets: its question text, and noise or detector seams near its evidence."""
     if _BAD_TEXT.search(item["question"]):
-        return "question: shows a missing or placeholder field"
+        return "question: shows a missing or placeholder field, or a wrong article"
     for ev in item["evidence"]:
         if ev["t1_ms"] - ev["t0_ms"] < facts.duration_ms and facts.noise_near(ev["t0_ms"], ev["t1_ms"], NOISE_MARGIN_MS):
             return "evidence in noise"

@@ -14,11 +14,13 @@ from collections.abc import Callable
 from typing import Any
 
 from ecgtrace.agents.holter.facts import Facts
-from ecgtrace.contracts.vocabulary import COVERING_KINDS, NORMAL
+from ecgtrace.contracts.vocabulary import COVERING_KINDS, NORMAL, QA_EVENT_KINDS
 from ecgtrace.rubrics.template_schema import QATemplate
 
 EDGE_GUARD_MS = 1000
 EDGE_BEAT_MS = 300
+#: Windows tried per pair of kinds when looking for windows with several findings.
+MAX_PAIR_TRIES = 12
 
 Target = dict[str, Any]
 
@@ -148,3 +150,57 @@ def normal_target(facts: Facts, template: QATemplate, rng: random.Random) -> lis
     """One window without any event, whose finding is :data:`~ecgtrace.contracts.vocabulary.NORMAL`."""
     window = free_window(facts, int(template.window_s * 1000), rng, avoid_kind=None)
     return [window_target(NORMAL, "positive", window)] if window is not None else []
+
+
+def window_kinds(facts: Facts, t0: int, t1: int) -> list[str]:
+    """The kinds of every event in or over ``[t0, t1)`` (noise left out), sorted."""
+    return sorted({e["kind"] for e in facts.events_overlapping(t0, t1) if e["kind"] != "noise"})
+
+
+def _pair_window(facts: Facts, a: dict[str, Any], b: dict[str, Any], window_ms: int, rng: random.Random) -> tuple[int, int] | None:
+    """A clean window holding both events, or one inside an episode holding the other event."""
+    for outer, inner in ((a, b), (b, a)):
+        if outer["kind"] in COVERING_KINDS and outer["offset_ms"] - outer["onset_ms"] > window_ms and \
+                outer["onset_ms"] < inner["onset_ms"] and inner["offset_ms"] < outer["offset_ms"]:
+            window = event_window(facts, inner, window_ms, rng)
+            if window is not None and outer["onset_ms"] <= window[0] - EDGE_GUARD_MS and outer["offset_ms"] >= window[1] + EDGE_GUARD_MS:
+                return window
+            return None
+    merged = {"kind": a["kind"], "onset_ms": min(a["onset_ms"], b["onset_ms"]), "offset_ms": max(a["offset_ms"], b["offset_ms"])}
+    return event_window(facts, merged, window_ms, rng)
+
+
+def finding_set_targets(facts: Facts, template: QATemplate, rng: random.Random, *, min_findings: int = 2,
+                        allowed: tuple[str, ...] = QA_EVENT_KINDS) -> list[Target]:
+    """Clean windows that hold events of at least ``min_findings`` different kinds, all of them QA kinds.
+
+    Every pair of events of different kinds close enough to share a window
+    (or an event inside an episode of another kind) is tried; at most
+    ``max_items`` windows per set of findings, in time order.
+    """
+    window_ms = int(template.window_s * 1000)
+    wanted = set(template.event_kinds or allowed) & set(allowed)
+    events = sorted((e for e in facts.events if e["kind"] in wanted), key=lambda e: (e["onset_ms"], e["kind"]))
+    by_set: dict[tuple[str, ...], list[tuple[int, int]]] = {}
+    tries: dict[tuple[str, str], int] = {}
+    for i, first in enumerate(events):
+        reach = first["offset_ms"] + (0 if first["kind"] in COVERING_KINDS and first["offset_ms"] - first["onset_ms"] > window_ms else window_ms)
+        for other in events[i + 1:]:
+            if other["onset_ms"] > reach:
+                break
+            pair = (first["kind"], other["kind"])
+            if other["kind"] == first["kind"] or tries.get(pair, 0) >= MAX_PAIR_TRIES:  # bounded work on 24 h records
+                continue
+            tries[pair] = tries.get(pair, 0) + 1
+            window = _pair_window(facts, first, other, window_ms, rng)
+            if window is None:
+                continue
+            kinds = tuple(window_kinds(facts, *window))
+            if len(kinds) >= min_findings and set(kinds) <= set(allowed) and window not in by_set.setdefault(kinds, []):
+                by_set[kinds].append(window)
+    targets = []
+    for kinds, windows in sorted(by_set.items()):
+        picks = sorted(rng.sample(range(len(windows)), min(template.max_items, len(windows))))
+        targets += [{"scope": "window", "kind": None, "kinds": list(kinds), "polarity": "positive", "t0_ms": windows[k][0], "t1_ms": windows[k][1]}
+                    for k in picks]
+    return sorted(targets, key=lambda t: t["t0_ms"])

@@ -14,6 +14,7 @@ are working data for the verifier and renderer and never reach ``qa.jsonl``.
 
 from __future__ import annotations
 
+import random
 import re
 from typing import Any
 
@@ -28,6 +29,12 @@ from ecgtrace.rubrics.template_schema import QATemplate, safe_format
 WRITER_VERSION = "1"
 
 
+def indefinite_article(number: int) -> str:
+    """``"an"`` before an age said with a vowel sound (8, 11, 18, 80-89), else ``"a"``: never "a 82-year-old"."""
+    spoken = str(abs(int(number)))
+    return "an" if spoken in ("8", "11", "18") or (len(spoken) == 2 and spoken[0] == "8") else "a"
+
+
 def patient_context(patient: dict[str, Any], duration_ms: int) -> str:
     """``"Holter ECG of a 59-year-old female patient. "``; absent fields are left out, never guessed."""
     kind = "Holter ECG" if duration_ms >= 3_600_000 else "ECG recording"
@@ -39,7 +46,22 @@ def patient_context(patient: dict[str, Any], duration_ms: int) -> str:
         words.append(sex)
     if not words:
         return f"{kind}. "
-    return f"{kind} of a {' '.join(words)} patient. "
+    article = indefinite_article(age) if isinstance(age, int) and 0 < age < 130 else "a"
+    return f"{kind} of {article} {' '.join(words)} patient. "
+
+
+#: Holtercare's patient line and two rewordings: ``{a}`` is the article that fits the age.
+PATIENT_LINES = ("This case concerns {a} {age}-year-old {sex} patient. ", "The patient is {a} {age}-year-old {sex}. ",
+                 "This recording comes from {a} {age}-year-old {sex} patient. ")
+
+
+def patient_line(patient: dict[str, Any], duration_ms: int, rng: random.Random) -> str:
+    """``"This case concerns a 20-year-old male patient. "`` (wording drawn from :data:`PATIENT_LINES`) when age and sex
+    are known; otherwise :func:`patient_context`, which leaves out what is unknown."""
+    age, sex = patient.get("age_years"), patient.get("sex")
+    if isinstance(age, int) and 0 < age < 130 and sex in ("male", "female"):
+        return PATIENT_LINES[rng.randrange(len(PATIENT_LINES))].format(a=indefinite_article(age), age=age, sex=sex)
+    return patient_context(patient, duration_ms)
 
 
 def _slug(text: str) -> str:
@@ -47,9 +69,10 @@ def _slug(text: str) -> str:
 
 
 def _stem_values(facts: Facts, template: QATemplate, context: str, lead: str | None, written: dict[str, Any]) -> dict[str, Any]:
-    """Every stem field (:data:`~ecgtrace.rubrics.template_schema.PLACEHOLDERS`), blank unless the task's writer set it."""
+    """Every stem field (:data:`~ecgtrace.rubrics.template_schema.PLACEHOLDERS`), blank unless the task's writer set it
+    (``patient`` is filled once the stem is chosen)."""
     hours = facts.duration_ms / 3_600_000
-    return {"context": context, "duration_h": f"{hours:.0f}" if facts.duration_ms >= 3_600_000 else f"{hours:.1f}",
+    return {"context": context, "patient": "", "duration_h": f"{hours:.0f}" if facts.duration_ms >= 3_600_000 else f"{hours:.1f}",
             "event": "", "event_plural": "", "t0_ms": "", "t1_ms": "", "t0_s": "", "t1_s": "", "window_s": f"{template.window_s:g}",
             "hr_kind": "", "diagnosis": "", "lead": lead or "", **written.pop("_values", {})}
 
@@ -84,6 +107,8 @@ def write_items(facts: Facts, template: QATemplate, targets: list[dict[str, Any]
             continue
         values = _stem_values(facts, template, context, lead, written)
         stem = template.stems[rng.randrange(len(template.stems))]
+        if "{patient}" in stem:
+            values["patient"] = patient_line(facts.patient, facts.duration_ms, rng)
         question = re.sub(r"\s{2,}", " ", safe_format(stem, values)).strip()
         item = _item(facts, template, target, k, question, written, seed)
         if item["window"] is None:

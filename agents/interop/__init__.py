@@ -27,6 +27,7 @@ from types import ModuleType
 #: ``name: module`` of every format ``ecgtrace import`` / ``ecgtrace export`` know, in ``--help`` order.
 FORMATS: dict[str, str] = {
     "erb": "ecgtrace.agents.interop.erb",
+    "holtercare": "ecgtrace.agents.interop.holtercare",
 }
 
 

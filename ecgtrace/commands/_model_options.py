@@ -20,11 +20,15 @@ from typing import Any
 from ecgtrace.contracts.vocabulary import EXAM_MODALITIES
 
 
-def add_model_options(parser: argparse.ArgumentParser) -> None:
-    """Model, run folder, endpoint, key, modality and request limits, declared once for every examining command."""
+def add_model_options(parser: argparse.ArgumentParser, *, model_required: bool = True) -> None:
+    """Model, run folder, endpoint, key, modality and request limits, declared once for every examining command.
+
+    ``model_required=False``: the command can also score answers given before (``--answers``), without a model.
+    """
     from ecgtrace.agents.exam.examinees import describe_specs
 
-    parser.add_argument("--model", required=True, help=f"{describe_specs()} (or an installed examinee plugin's name)")
+    parser.add_argument("--model", required=model_required,
+                        help=f"{describe_specs()} (or an installed examinee plugin's name)" + ("" if model_required else "; not with --answers"))
     parser.add_argument("--run", required=True, metavar="RUNDIR", help="run folder (created; reused to resume)")
     parser.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
     parser.add_argument("--api-key-env", default="OPENAI_API_KEY", metavar="NAME",

@@ -16,7 +16,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from ecgtrace.commands._output import add_json_option
 
     parser.add_argument("audit", help="audit.jsonl (or the folder holding it)")
-    add_model_options(parser)
+    add_model_options(parser, model_required=False)
+    parser.add_argument("--answers", default=None, metavar="RUN",
+                        help="score a run's recorded answers again (its folder or samples.jsonl) instead of asking a model, "
+                             "e.g. after a scorer fix; JSON Lines of {id, answers: [one per turn]} work too")
     parser.add_argument("--mode", choices=EXAM_MODES, default="teacher",
                         help="teacher: ground truth enters the history after each turn; stop: the chain stops at the first error")
     parser.add_argument("--prompt-style", choices=("lettered", "erb"), default="lettered",
@@ -40,6 +43,12 @@ def run(args: argparse.Namespace) -> int:
     from ecgtrace.graphs.audit_runner import run_audit
 
     check_model_options(args)
+    if args.answers:
+        return _score_answers(args)
+    if not args.model:
+        from ecgtrace.errors import EcgTraceError
+
+        raise EcgTraceError("audit needs --model (the model to ask) or --answers (a run's answers, scored again)")
     encoding, pricing = text_encoding_of(args), pricing_of(args)
     audit, items = _load_items(args)
     examinee = make_model(args)
@@ -76,6 +85,63 @@ def _load_items(args: argparse.Namespace):  # noqa: ANN202
     for item in items:
         check_assets(item, audit.base_dir, args.modality)
     return audit, items
+
+
+def _score_answers(args: argparse.Namespace) -> int:
+    """``--answers``: the audit graph again, every turn answered from the recorded replies (no model is asked).
+
+    A run's own answers keep its identity, items, mode, modality, prompt style, seed, text encoding and token
+    budget, so its results come back unchanged unless the scoring changed; a turn the recorded chain never
+    reached (``stop`` mode, a verdict that changed) gets "no recorded answer".
+    """
+    import asyncio
+
+    from ecgtrace.agents.audit.format import load_audit
+    from ecgtrace.agents.exam.replay import AnswersError, ReplayExaminee, read_answers
+    from ecgtrace.commands._model_options import pricing_of, progress_counts, run_settings, run_with_progress, select
+    from ecgtrace.commands._output import make_console
+    from ecgtrace.commands.qa_eval import _recorded_budget, print_replayed
+    from ecgtrace.errors import EcgTraceError
+    from ecgtrace.graphs.audit_runner import run_audit
+    from ecgtrace.runlog import RunDir
+    from ecgtrace.tools.text_encodings import TextEncoding
+
+    if args.model:
+        raise EcgTraceError("--answers scores answers given before: it takes no --model")
+    audit = load_audit(args.audit)
+    answers = read_answers(args.answers, [it.to_json() for it in audit.items])
+    if answers.header is not None:
+        identity = dict(answers.header["identity"])
+        if answers.header.get("kind") != "audit" or identity.get("dataset_sha256") != audit.sha256:
+            raise AnswersError(f"--answers {answers.path}: not a run of this audit set (kind {answers.header.get('kind')!r}, "
+                               f"dataset {str(identity.get('dataset_sha256'))[:12]}...)")
+        if answers.epochs() > 1:
+            raise AnswersError(f"--answers {answers.path}: replaying an audit run of {answers.epochs()} epochs is not supported (only --epochs 1)")
+        asked = answers.item_ids()
+        items = [it for it in audit.items if it.id in asked]
+        cfg = {"mode": identity.get("mode", "teacher"), "modality": identity.get("modality", args.modality),
+               "prompt_style": identity.get("prompt_style", "lettered"), "condensed": bool(identity.get("condensed")),
+               "encoding": TextEncoding.from_json(identity.get("text_encoding")), "seed": int(identity.get("seed") or 0)}
+    else:
+        items = select(list(audit.items), args, stratum_of=lambda it: it.diagnosis)
+        cfg = {"mode": args.mode, "modality": args.modality, "prompt_style": args.prompt_style, "condensed": bool(args.condensed),
+               "encoding": TextEncoding(), "seed": args.seed}
+        identity = {"dataset_sha256": audit.sha256, "dataset_items": len(audit.items), "model": None, "answers_sha256": answers.sha256,
+                    "modality": cfg["modality"], "mode": cfg["mode"], "prompt_style": cfg["prompt_style"], "condensed": cfg["condensed"],
+                    "seed": cfg["seed"], "prompt_version": identity_of(audit, args)["prompt_version"]}
+    console = make_console(stderr=True)
+    run_dir = RunDir.open(args.run, identity, {**run_settings(args, audit.path), "answers": answers.describe()}, kind="audit")
+    examinee = ReplayExaminee(answers, name=str(identity.get("model") or "answers"))
+    total, done_before = progress_counts(run_dir, items, 1)
+
+    def audit_now(on_sample):  # noqa: ANN001, ANN202
+        return asyncio.run(run_audit(audit, run_dir, examinee, concurrency=args.concurrency, items=items, on_sample=on_sample,
+                                     keep_checkpoints=args.keep_checkpoints, budget=_recorded_budget(answers), pricing=pricing_of(argparse.Namespace(**{**vars(args), "model": identity.get("model")})), **cfg))
+
+    results = run_with_progress(audit_now, console=console, label="audit --answers", total=total, done=done_before,
+                                quiet=args.quiet or args.json)
+    print_replayed(results, args, print_results, f"answers from {answers.path} - {cfg['mode']} - {cfg['modality']}")
+    return 0
 
 
 def identity_of(audit, args: argparse.Namespace) -> dict:  # noqa: ANN001

@@ -149,8 +149,8 @@ def kind_of_note(note: str) -> str | None:
 
 #: Files a dataset builder can render for an item.
 ASSET_MODALITIES: tuple[str, ...] = ("text", "image", "video")
-#: How an examination shows the ECG to the model under test.
-EXAM_MODALITIES: tuple[str, ...] = ("image", "text", "both")
+#: How an examination shows the ECG to the model under test (``video``: QA items' MP4, as frames or as the video).
+EXAM_MODALITIES: tuple[str, ...] = ("image", "text", "both", "video")
 #: How the ECG is written as text for an examination (:mod:`ecgtrace.tools.text_encodings`).
 TEXT_ENCODINGS: tuple[str, ...] = ("raw", "compact", "downsampled", "summary")
 

@@ -55,10 +55,14 @@ class Examinee:
     message) and the turn spec (:func:`ecgtrace.agents.exam.turns.turn_spec`:
     question, options, answer, ...). Baselines may read the spec; a real model
     sees only the messages.
+
+    ``reads_ecg``: False for baselines that never look at the messages (oracle, random, prior), which can
+    therefore answer items that have no ECG to show (Holtercare-Bench items, imported without signals).
     """
 
     name: str = "examinee"
     interactive: bool = False
+    reads_ecg: bool = True
     #: How much of each reply is kept and re-sent (:meth:`Reply.capped`); set from ``--max-reply-chars``.
     max_reply_chars: int = MAX_REPLY_CHARS
 

@@ -11,6 +11,7 @@ class OracleExaminee(Examinee):
     """Answers the ground truth, as option text."""
 
     name = "oracle"
+    reads_ecg = False
 
     async def answer(self, messages: list[dict[str, Any]], turn: dict[str, Any]) -> Reply:
         return Reply(raw=as_text(turn["answer"]))

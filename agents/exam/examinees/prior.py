@@ -19,6 +19,7 @@ class PriorExaminee(Examinee):
     """
 
     name = "prior"
+    reads_ecg = False
 
     async def answer(self, messages: list[dict[str, Any]], turn: dict[str, Any]) -> Reply:
         options = turn.get("options") or []

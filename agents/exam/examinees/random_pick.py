@@ -16,6 +16,7 @@ class RandomExaminee(Examinee):
     """
 
     name = "random"
+    reads_ecg = False
 
     def __init__(self, seed: int = 0) -> None:
         self.seed = int(seed)

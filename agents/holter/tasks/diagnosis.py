@@ -2,9 +2,16 @@
 
 One window per event (the window's single finding) plus, for the diagnosis
 questions, one window without any event (answer: normal sinus rhythm).
+``open_diagnosis`` also asks about windows with several findings (the answer
+names them all), and ``closed_diagnosis`` templates with the distractor rule
+``present_labels`` ask the negative framing about such windows ("which of
+the listed diagnoses is not supported"); see
+:mod:`ecgtrace.agents.holter.tasks._finding_sets`.
 Closed distractors are findings absent from the window, never one a beat class
-in it belongs to. ``open_evidence`` answers with the finding and its rhythm,
-timing and morphology clues (:func:`ecgtrace.agents.holter.evidence.evidence_text`).
+in it belongs to; their number is drawn per item between the template's
+``params.n_min`` and ``n`` (1-3: 2-4 options, as Holtercare asks).
+``open_evidence`` answers with the finding and its rhythm, timing and
+morphology clues (:func:`ecgtrace.agents.holter.evidence.evidence_text`).
 """
 
 from __future__ import annotations
@@ -17,13 +24,14 @@ from ecgtrace.agents.holter.distractors import label_distractors
 from ecgtrace.agents.holter.evidence import evidence_text, window_evidence
 from ecgtrace.agents.holter.facts import Facts
 from ecgtrace.agents.holter.report import DIAGNOSIS_LABELS
+from ecgtrace.agents.holter.tasks import _finding_sets as sets
 from ecgtrace.agents.holter.tasks._base import QATask, Target, WindowView, WriteContext, Written, register
-from ecgtrace.agents.holter.windows import normal_target, present_kinds, window_targets
+from ecgtrace.agents.holter.tasks._finding_sets import RELATED_KINDS
+from ecgtrace.agents.holter.windows import finding_set_targets, normal_target, present_kinds, window_targets
 from ecgtrace.contracts.vocabulary import EPISODE_KINDS, NORMAL
 from ecgtrace.rubrics.template_schema import QATemplate
 
-#: Findings a beat class can be part of: never offered as a wrong diagnosis when that class is in the window.
-RELATED_KINDS = {"V": ("pvc", "v_couplet", "vt", "v_bigeminy", "v_trigeminy"), "S": ("pac", "svt")}
+__all__ = ["RELATED_KINDS", "absent_labels"]
 
 
 def absent_labels(facts: Facts, w: WindowView) -> list[str]:
@@ -40,12 +48,17 @@ class FindingTask(QATask):
 
     #: Plans one window without any event (the normal finding) after the event windows.
     plans_normal: bool = True
+    #: Plans windows with several findings too (:mod:`ecgtrace.agents.holter.tasks._finding_sets`), after the others.
+    plans_sets: bool = False
 
     def plan(self, facts: Facts, template: QATemplate, rng: random.Random) -> list[Target]:
         targets = window_targets(facts, template, rng, present_kinds(facts, template, self.kinds))
-        return targets + (normal_target(facts, template, rng) if self.plans_normal else [])
+        targets += normal_target(facts, template, rng) if self.plans_normal else []
+        return targets + (finding_set_targets(facts, template, rng, allowed=self.kinds) if self.plans_sets else [])
 
     def write(self, ctx: WriteContext) -> Written | None:
+        if sets.is_set_target(ctx.target):
+            return sets.write_set_item(ctx, negative=False)
         w = ctx.window()
         if w.kind != NORMAL and not w.found:
             return None
@@ -56,6 +69,8 @@ class FindingTask(QATask):
 
     def verify(self, facts: Facts, item: dict[str, Any]) -> str | None:
         target = item["_target"]
+        if sets.is_set_target(target):
+            return sets.verify_set(facts, item)
         t0, t1, kind = int(target["t0_ms"]), int(target["t1_ms"]), target["kind"]
         i0, i1 = facts.beat_range(t0, t1)
         others = {e["kind"] for e in facts.events_overlapping(t0, t1)} - {kind}
@@ -71,16 +86,28 @@ class FindingTask(QATask):
 
 @register
 class ClosedDiagnosis(FindingTask):
+    """The window's finding among absent ones, or (distractor rule ``present_labels``) the one listed that it does not hold."""
+
     name = "closed_diagnosis"
     family = "closed"
 
+    def plan(self, facts: Facts, template: QATemplate, rng: random.Random) -> list[Target]:
+        if template.distractors.rule == "present_labels":
+            return finding_set_targets(facts, template, rng, allowed=self.kinds)
+        return super().plan(facts, template, rng)
+
     def write(self, ctx: WriteContext) -> Written | None:
+        if ctx.template.distractors.rule == "present_labels":
+            return sets.write_set_item(ctx, negative=True) if sets.is_set_target(ctx.target) else None
         out = super().write(ctx)
         if out is not None:
-            out["_distractors"] = label_distractors(out["answer"], absent_labels(ctx.facts, ctx.window()), ctx.rng, ctx.n_distractors)
+            n = ctx.rng.randint(min(int(ctx.param("n_min", ctx.n_distractors)), ctx.n_distractors), ctx.n_distractors)  # 2-4 options, as Holtercare
+            out["_distractors"] = label_distractors(out["answer"], absent_labels(ctx.facts, ctx.window()), ctx.rng, n)
         return out
 
     def verify_distractors(self, facts: Facts, item: dict[str, Any]) -> str | None:
+        if sets.is_set_target(item["_target"]):
+            return sets.verify_negative_options(facts, item)
         target = item["_target"]
         present = {DIAGNOSIS_LABELS[e["kind"]] for e in facts.events_overlapping(target["t0_ms"], target["t1_ms"]) if e["kind"] in DIAGNOSIS_LABELS}
         if present.intersection(item["_distractors"]):
@@ -90,8 +117,11 @@ class ClosedDiagnosis(FindingTask):
 
 @register
 class OpenDiagnosis(FindingTask):
+    """The window's finding, or every finding of a window that holds several (a set of labels)."""
+
     name = "open_diagnosis"
     family = "label"
+    plans_sets = True
 
 
 @register

@@ -123,3 +123,23 @@ def test_judge_answer_through_examinee_interface(rubric, summary_item) -> None: 
     assert turn["stage"] == "judge" and turn["sample_id"] == summary_item["id"]
     failed = asyncio.run(judge_answer(Scripted(None, error="APITimeoutError after 4 attempt(s)"), rubric, summary_item, "text"))
     assert not failed["ok"] and failed["error"].startswith("APITimeoutError") and failed["score"] is None
+
+
+#: Which criterion of the statistics judge grades each statistic the reference report holds (hand-made, issue 19).
+STATISTIC_CRITERIA = {
+    "duration_s": "duration", "total_beats": "total_beats", "mean_hr_bpm": "mean_hr", "max_hr_bpm": "max_hr", "min_hr_bpm": "min_hr",
+    "pct_time_hr_gt_100": "hr_burden", "pct_time_hr_lt_60": "hr_burden", "pac_total": "pac", "pac_pct": "pac", "pvc_total": "pvc",
+    "pvc_pct": "pvc", "couplets": "couplets", "runs": "runs", "bigeminy_episodes": "bigeminy_trigeminy",
+    "trigeminy_episodes": "bigeminy_trigeminy", "pauses": "pauses", "rhythm": "rhythm", "pvc_single": "pvc_breakdown",
+    "pvc_runs": "pvc_breakdown", "pac_single": "pac_breakdown", "pac_pairs": "pac_breakdown", "pac_runs": "pac_breakdown",
+    "pac_bigeminy": "pac_breakdown", "pac_trigeminy": "pac_breakdown", "pac_nonconducted": "pac_breakdown",
+}
+
+
+def test_the_statistics_judge_grades_every_statistic_of_the_report() -> None:
+    from ecgtrace.agents.holter.report import REPORT_FIELDS
+
+    rubric = builtin_rubrics()["report_statistics"]
+    ids = [c.id for c in rubric.criteria]
+    assert set(STATISTIC_CRITERIA) == set(REPORT_FIELDS)  # a new statistic needs its criterion here and in the rubric
+    assert set(STATISTIC_CRITERIA.values()) <= set(ids) and "no_hallucination" in ids and len(ids) >= 17

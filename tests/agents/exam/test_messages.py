@@ -68,7 +68,9 @@ def test_one_modality_check_for_audit_and_qa_items(folder: Path) -> None:
         m.check_modality(_audit(text="assets/missing.txt").to_json(), folder, "text")  # plain JSON says its own kind
     with pytest.raises(QAFormatError, match="has no modalities.image"):
         m.check_modality(_qa(modalities={"text": "assets/w.txt", "image": []}), folder, "both")
-    with pytest.raises(QAFormatError, match="unknown modality 'video'"):
+    with pytest.raises(QAFormatError, match="unknown modality 'audio'"):
+        m.check_modality(_qa(), folder, "audio")
+    with pytest.raises(QAFormatError, match="has no modalities.video, needed for --modality video"):  # issue 19: video is sent
         m.check_modality(_qa(), folder, "video")
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -44,8 +45,8 @@ def oracle_policy(items: list[dict]):
         table[item["question"]] = item["answer"] if item.get("options") is None else f"**{item['answer']}**"
 
     def policy(body: dict) -> str:
-        if "Score bands" in str(body["messages"][0]["content"]):
-            ids = "accuracy completeness no_hallucination finding evidence".split()
+        if "Score bands" in str(body["messages"][0]["content"]):  # a judge scores the criteria its rubric lists
+            ids = re.findall(r"^- (\w+) \(weight", str(body["messages"][0]["content"]), re.M)
             return json.dumps({"criteria": {k: 80 for k in ids}, "score": 80, "hallucinations": []})
         text = _question_of(body)
         return next((answer for question, answer in table.items() if question in text), "I cannot tell.")
