@@ -113,3 +113,14 @@ def test_build_refuses_bad_options_before_any_work(option, tiny_record, tmp_path
     code, err = _run(argv, capsys)
     _assert_refused(argv, code, err, out)
     assert not out.exists()
+
+
+def test_qa_eval_answers_file_that_is_not_utf8_is_one_error_line(tmp_path, capsys):
+    _, qa = _datasets(tmp_path)
+    answers = tmp_path / "answers.jsonl"
+    answers.write_bytes('{"id": "x"}\n{"id": "caf\xe9"}\n'.encode("latin-1"))
+    out = tmp_path / "run"
+    argv = ["qa-eval", str(qa), "--answers", str(answers), "--run", str(out), "--modality", "text", "--quiet"]
+    code, err = _run(argv, capsys)
+    _assert_refused(argv, code, err, out)  # before: UnicodeDecodeError traceback
+    assert "answers.jsonl:2: not UTF-8 text" in err
