@@ -117,7 +117,10 @@ class AnswerSpec(BaseModel):
 
 
 #: The ``distractors.params`` each rule reads (every one a list of non-zero integers); any other key is an error.
-RULE_PARAMS: dict[str, tuple[str, ...]] = {"count_offsets": ("offsets",), "hr_offsets": ("offsets_ms",), "timing_shift": ("shifts_ms",)}
+RULE_PARAMS: dict[str, tuple[str, ...]] = {"count_offsets": ("offsets",), "hr_offsets": ("offsets_ms",), "timing_shift": ("shifts_ms",),
+                                           "absent_labels": ("n_min",)}
+#: Parameters that are one whole number from 1 to 6 (the fewest distractors drawn); every other one is a list of offsets.
+COUNT_PARAMS: frozenset[str] = frozenset({"n_min"})
 
 
 class DistractorSpec(BaseModel):
@@ -134,7 +137,10 @@ class DistractorSpec(BaseModel):
             if name not in known:
                 allowed = f"it reads {', '.join(known)}" if known else "it takes none"
                 raise ValueError(f"params.{name}: not a parameter of rule {self.rule!r} ({allowed})")
-            if not isinstance(value, list) or not value or not all(isinstance(v, int) and not isinstance(v, bool) and v for v in value):
+            if name in COUNT_PARAMS:
+                if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= self.n:
+                    raise ValueError(f"params.{name}: must be a whole number from 1 to n ({self.n}), got {value!r}")
+            elif not isinstance(value, list) or not value or not all(isinstance(v, int) and not isinstance(v, bool) and v for v in value):
                 raise ValueError(f"params.{name}: must be a non-empty list of non-zero integers, got {value!r}")
         return self
 
