@@ -111,6 +111,21 @@ class _WaitRetryAfter:
         return asked if asked is not None else self.fallback(retry_state)
 
 
+def text_parts_joined(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The messages with each all-text content list sent as one string (image parts keep the list form).
+
+    OpenAI's API takes either form, but some compatible servers (llama-cpp-python's
+    chat templates, among them SmolLM2's) answer HTTP 500 to a list of text parts.
+    """
+    out = []
+    for message in messages:
+        content = message.get("content")
+        if isinstance(content, list) and content and all(isinstance(p, dict) and p.get("type") == "text" for p in content):
+            message = {**message, "content": "\n\n".join(str(p.get("text", "")) for p in content)}
+        out.append(message)
+    return out
+
+
 class OpenAIExaminee(Examinee):
     """An OpenAI-compatible chat endpoint through ``ChatOpenAI``.
 
@@ -190,7 +205,7 @@ class OpenAIExaminee(Examinee):
         llm, semaphore = self._bind()
         async with semaphore:
             started = time.perf_counter()
-            message = await llm.ainvoke(messages)
+            message = await llm.ainvoke(text_parts_joined(messages))
             return message, (time.perf_counter() - started) * 1000
 
     def preflight(self) -> str:
