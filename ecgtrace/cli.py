@@ -16,12 +16,14 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import signal
 import sys
 import warnings
 from collections.abc import Sequence
 
 from ecgtrace import __version__
-from ecgtrace.errors import EcgTraceError
+from ecgtrace.errors import EcgTraceError, environment_problem
+from ecgtrace.redact import redact
 
 #: Subcommands in the order ``--help`` lists them.
 COMMANDS: tuple[str, ...] = (
@@ -98,9 +100,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     err = Console(stderr=True, highlight=False, emoji=False)
 
     def show_warning(message, category, filename, lineno, file=None, line=None):  # noqa: ANN001
-        err.print(f"[yellow]warning:[/] {escape(str(message))}", soft_wrap=True)
+        err.print(f"[yellow]warning:[/] {escape(redact(str(message)))}", soft_wrap=True)
 
     warnings.showwarning = show_warning
+    previous_sigterm = _stop_cleanly_on_sigterm()
     try:
         code = int(args._run(args) or 0)
         sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
@@ -109,11 +112,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         _silence_stdout()
         return EXIT_BROKEN_PIPE
     except EcgTraceError as exc:
-        err.print(f"[bold red]error:[/] {escape(str(exc))}", soft_wrap=True)
+        err.print(f"[bold red]error:[/] {escape(redact(str(exc)))}", soft_wrap=True)
         return exc.exit_code
+    except Exception as exc:  # a full or read-only disk is the user's to fix, not a traceback; anything else is a bug
+        problem = environment_problem(exc)
+        if problem is None:
+            raise
+        err.print(f"[bold red]error:[/] {escape(redact(problem))}", soft_wrap=True)
+        return EcgTraceError.exit_code
     except KeyboardInterrupt:
         err.print("[bold red]interrupted[/]: finished work is saved; run the same command again to resume")
         return 130
+    finally:
+        if previous_sigterm is not None:
+            signal.signal(signal.SIGTERM, previous_sigterm)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _stop_cleanly_on_sigterm() -> object | None:
+    """SIGTERM stops a command as Ctrl-C does (workers stopped, finished work saved), not mid-write; returns the old handler."""
+    try:
+        return signal.signal(signal.SIGTERM, _interrupt)
+    except ValueError:  # not the main thread (main() called from a worker thread): leave signals alone
+        return None
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -25,7 +25,16 @@ of :func:`comparable_identity`: which samples a run asks (``--limit``,
 ``--limit 20`` to the whole dataset; keys added later (the text encoding, the
 option shuffle) read as their old meaning in headers written before them. A torn last line of ``samples.jsonl``
 (process killed while appending) is cut off on open; duplicate ids are never
-appended and are ignored on read (first wins).
+appended and are ignored on read (first wins); a line that is no sample (no
+``id``) is an error naming its line.
+
+One process at a time: :meth:`RunDir.open` holds the folder's lock
+(:mod:`ecgtrace.folder_lock`) until the process ends or :meth:`RunDir.close`,
+so a second ``ecgtrace audit`` on the same folder stops with one line naming
+the holder. The files of a run folder are never symbolic links (a
+``samples.jsonl`` linking outside would be appended to, a
+``checkpoints.sqlite`` linking outside turned into a database): such a folder
+is refused.
 """
 
 from __future__ import annotations
@@ -38,8 +47,9 @@ from pathlib import Path
 from typing import Any
 
 from ecgtrace.contracts.runs import RUN_FORMAT, RunHeader
-from ecgtrace.errors import RunError
-from ecgtrace.jsonio import append_jsonl, read_jsonl, to_json_text, write_json_atomic, write_jsonl_atomic
+from ecgtrace.errors import EcgTraceError, RunError
+from ecgtrace.folder_lock import LOCK_NAME, lock_folder
+from ecgtrace.jsonio import append_jsonl, make_folder, read_jsonl, to_json_text, write_json_atomic, write_jsonl_atomic
 from ecgtrace.metrics import METRICS_VERSION
 
 FORMAT = RUN_FORMAT
@@ -47,6 +57,8 @@ HEADER = "header.json"
 SAMPLES = "samples.jsonl"
 RESULTS = "results.json"
 CHECKPOINTS = "checkpoints.sqlite"
+#: Every file a run folder may hold that ecgtrace writes (SQLite adds its -wal and -shm files).
+RUN_FILES: tuple[str, ...] = (HEADER, SAMPLES, RESULTS, CHECKPOINTS, f"{CHECKPOINTS}-wal", f"{CHECKPOINTS}-shm", "report.html")
 
 
 def package_versions() -> dict[str, str]:
@@ -100,6 +112,7 @@ class RunDir:
         self.run_id: str = header["run_id"]
         self.kind: str = header["kind"]
         self._ids: set[str] = set()
+        self._lock: Any = None
 
     @property
     def samples_path(self) -> Path:
@@ -124,6 +137,19 @@ class RunDir:
         root = Path(path)
         if root.exists() and not root.is_dir():
             raise RunError(f"--run {root} exists and is not a folder")
+        make_folder(root)
+        lock = lock_folder(root, "run folder")
+        try:
+            run = cls._open_locked(root, identity, settings, kind)
+        except BaseException:
+            lock.release()
+            raise
+        run._lock = lock
+        return run
+
+    @classmethod
+    def _open_locked(cls, root: Path, identity: dict[str, Any], settings: dict[str, Any] | None, kind: str | None) -> RunDir:
+        check_run_files(root)
         header_path = root / HEADER
         if header_path.exists():
             header = read_header(root)
@@ -131,7 +157,7 @@ class RunDir:
                 raise RunError(f"{root} holds a run of kind {header['kind']!r}, not {kind!r}; use a new --run folder")
             _check_identity(root, header.get("identity", {}), identity)
         else:
-            if root.exists() and any(root.iterdir()):
+            if any(p.name != LOCK_NAME for p in root.iterdir()):
                 raise RunError(f"{root} is not empty and has no {HEADER}; refusing to mix runs (use a new --run folder)")
             run_kind = kind or identity.get("kind") or "audit"
             header = RunHeader(kind=run_kind, run_id=run_id_for(identity), identity=identity,  # type: ignore[arg-type]
@@ -143,6 +169,18 @@ class RunDir:
         run._repair_tail()
         run._ids = {row["id"] for row in run.samples()}
         return run
+
+    def close(self) -> None:
+        """Let another process open this run folder (the lock also goes when the process ends)."""
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
+
+    def __enter__(self) -> RunDir:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def _repair_tail(self) -> None:
         """Cut a torn last line (killed mid-append) so later appends start on a clean line."""
@@ -160,13 +198,7 @@ class RunDir:
 
     def samples(self) -> list[dict[str, Any]]:
         """Finished samples, first occurrence of each id, in file order."""
-        seen: set[str] = set()
-        rows = []
-        for row in read_jsonl(self.samples_path):
-            if row["id"] not in seen:
-                seen.add(row["id"])
-                rows.append(row)
-        return rows
+        return sample_rows(self.samples_path)
 
     def finished_ids(self) -> set[str]:
         return set(self._ids)
@@ -210,6 +242,35 @@ class RunDir:
         return f"{self.run_id}:{sample_id}"
 
 
+def check_run_files(root: Path) -> None:
+    """Refuse a run folder whose files are symbolic links, or whose samples.jsonl is not a file."""
+    for name in RUN_FILES:
+        path = root / name
+        if path.is_symlink():
+            raise RunError(f"{path} is a symbolic link; a run folder's files must be its own (refusing to write through it)")
+        if path.exists() and not path.is_file():
+            raise RunError(f"{path} is not a file (a folder of that name is in the way); use a new --run folder")
+
+
+def sample_rows(path: Path) -> list[dict[str, Any]]:
+    """The samples of a ``samples.jsonl``: first occurrence of each id, in file order; a line that is no sample is an error."""
+    seen: set[str] = set()
+    rows = []
+    try:
+        numbered = read_jsonl(path, with_lines=True)
+    except EcgTraceError as exc:
+        raise RunError(str(exc)) from None
+    for number, row in numbered:
+        # the id is what every reader keys on; 'turns', when there (audit and QA samples), is a list
+        if not isinstance(row, dict) or not isinstance(row.get("id"), str) or not isinstance(row.get("turns", []), list):
+            raise RunError(f"{path}:{number}: not a finished sample (a JSON object with a string 'id', and 'turns' a list); "
+                           "fix or remove that line")
+        if row["id"] not in seen:
+            seen.add(row["id"])
+            rows.append(row)
+    return rows
+
+
 def _check_identity(root: Path, old: dict[str, Any], new: dict[str, Any]) -> None:
     old, new = comparable_identity(old), comparable_identity(new)
     if old != new:
@@ -245,10 +306,7 @@ def read_header(root: str | os.PathLike[str]) -> dict[str, Any]:
 def load_run_samples(root: str | os.PathLike[str]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Header and finished samples of an existing run (read-only)."""
     header = read_header(root)
-    seen: set[str] = set()
-    rows = []
-    for row in read_jsonl(Path(root) / SAMPLES):
-        if row["id"] not in seen:
-            seen.add(row["id"])
-            rows.append(row)
-    return header, rows
+    path = Path(root) / SAMPLES
+    if path.exists() and not path.is_file():
+        raise RunError(f"{path} is not a file")
+    return header, sample_rows(path)

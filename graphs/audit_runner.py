@@ -39,20 +39,46 @@ BUSY_TIMEOUT_MS = 30_000
 
 @asynccontextmanager
 async def sqlite_checkpointer(path: str | Path):
-    """One ``AsyncSqliteSaver`` per file, WAL journal, busy timeout."""
+    """One ``AsyncSqliteSaver`` per file, WAL journal, busy timeout.
+
+    A file that is not a SQLite database (corrupt, or something else under
+    that name) is a :class:`~ecgtrace.errors.RunError` saying what to do.
+    """
+    import sqlite3
+
     import aiosqlite
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
+    from ecgtrace.errors import RunError
+
     conn = await aiosqlite.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000)
     try:
-        await conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-        await conn.execute("PRAGMA journal_mode=WAL")
-        await conn.execute("PRAGMA synchronous=NORMAL")
-        saver = AsyncSqliteSaver(conn)
-        await saver.setup()
+        try:
+            await conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            await conn.execute("PRAGMA journal_mode=WAL")
+            await conn.execute("PRAGMA synchronous=NORMAL")
+            saver = AsyncSqliteSaver(conn)
+            await saver.setup()
+        except sqlite3.DatabaseError as exc:
+            if "disk is full" in str(exc) or "readonly" in str(exc):
+                raise
+            raise RunError(f"{path}: not a usable checkpoint database ({exc}); move it away to start the unfinished "
+                           "samples again from their first turn (finished ones are in samples.jsonl)") from None
         yield saver
     finally:
         await conn.close()
+
+
+async def shrink_checkpoints(saver: Any) -> None:
+    """Give the space of deleted threads back to the disk (VACUUM) and empty the WAL.
+
+    Deleting a finished sample's thread only marks its pages free; without
+    this the file keeps the size of every turn ever checkpointed.
+    """
+    conn = saver.conn
+    await conn.commit()
+    await conn.execute("VACUUM")
+    await conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
 
 def sample_row(item: AuditItem, values: dict[str, Any], epoch: int = 0) -> dict[str, Any]:
@@ -173,6 +199,8 @@ async def run_audit(audit: AuditSet, run: RunDir, examinee: Examinee, *, mode: s
 
         await run_loop.examine(run, run_loop.epoch_units(chosen, epochs), examine_one, workers=run_loop.worker_count(examinee, concurrency),
                                on_sample=on_sample, after_append=forget)
+        if not keep_checkpoints:
+            await shrink_checkpoints(saver)
     models = {"examinee": (run.header.get("identity") or {}).get("model") or getattr(examinee, "name", None)}
     return write_results(run, chosen, epochs=epochs, models=models, pricing=pricing, budget=budget.to_json() if budget else None)
 

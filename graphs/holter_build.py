@@ -4,9 +4,21 @@ Each record runs :func:`ecgtrace.graphs.holter_qa.run_record` in a worker
 process (its own SQLite checkpoint file, so no shared writer), then the
 per-record parts are assembled into ``qa.jsonl`` and ``manifest.json``
 (:mod:`ecgtrace.agents.holter.dataset`). Rerunning the same command resumes crashed
-records from their checkpoint and reuses finished ones. Records are resolved
-once up front (:func:`ecgtrace.tools.record_source.resolve_record`), so a
-missing record fails before any worker starts.
+records from their checkpoint and reuses finished ones.
+
+Nothing half-done passes for a dataset:
+
+* every record is checked up front (opened, leads probed, reference
+  annotations compared with the signal, hashed:
+  :func:`ecgtrace.agents.holter.annotator.load_record`), so a bad record fails
+  before the output folder is created or any worker starts;
+* one build at a time per output folder (:mod:`ecgtrace.folder_lock`);
+* while a build runs, and after one that failed or was killed, the folder
+  holds :data:`ecgtrace.contracts.datasets.UNFINISHED_BUILD`, which says so and
+  makes every dataset reader refuse the folder; it goes only once
+  ``qa.jsonl``, ``manifest.json`` and ``audit.jsonl`` are all written, so the
+  dataset's files appear together;
+* a record whose build fails on its input leaves no checkpoint behind.
 """
 
 from __future__ import annotations
@@ -14,12 +26,14 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import as_completed
 from pathlib import Path
 from typing import Any
 
+from ecgtrace.agents.holter.annotator import load_record
+from ecgtrace.folder_lock import lock_folder
 from ecgtrace.graphs.holter_qa import BuildOptions, build_versions, run_record, templates_for
-from ecgtrace.tools.record_source import resolve_record
+from ecgtrace.jsonio import make_folder
 
 
 def _one(record: str, out_dir: str, options: BuildOptions, cache_dir: str | None) -> str:
@@ -43,7 +57,9 @@ def _run_records(records: list[str], out: str, options: BuildOptions, cache_dir:
                 parts[record] = state["part"]
                 progress.advance(task)
         else:
-            with ProcessPoolExecutor(max_workers=min(jobs, len(records))) as pool:
+            from ecgtrace.workers import worker_pool
+
+            with worker_pool(min(jobs, len(records))) as pool:
                 futures = {pool.submit(_one, record, out, options, cache_dir): record for record in records}
                 for future in as_completed(futures):
                     parts[futures[future]] = future.result()
@@ -113,20 +129,60 @@ def build_dataset(records: list[str], out_dir: str | os.PathLike[str], options: 
     ``qa.jsonl`` or ``manifest.json`` got other bytes) and ``audit``
     (``{"items", "reused"}``, or ``{"error"}``). A rerun on unchanged records,
     seed and versions keeps ``audit.jsonl`` (:mod:`ecgtrace.agents.audit.freshness`).
+
+    Raises:
+        EcgTraceError: a bad template or record (before anything is written),
+            a bad ``dev_fraction`` or ``jobs``, or another build holding ``out_dir``.
     """
     from ecgtrace.agents.holter.dataset import write_dataset
 
+    check_build_options(jobs=jobs, dev_fraction=dev_fraction, fs_hz=options.get("fs_hz"))
     out = str(Path(out_dir).resolve())
     cache = None if cache_dir is None else str(Path(cache_dir).resolve())
-    templates_for(options)  # fail early on a bad template or a missing record, before any worker starts
+    templates_for(options)  # fail early on a bad template or record, before any folder or worker exists
     for record in records:
-        resolve_record(record)
-    parts = _run_records(records, out, options, cache, jobs, console)
-    items, dropped, refs = _gather(records, parts)
-    seed = int(options.get("seed", 0))
-    before = _read_bytes(Path(out) / "qa.jsonl"), _read_bytes(Path(out) / "manifest.json")
-    manifest = write_dataset(items, dropped, refs, out, seed=seed, versions=build_versions(options), dev_fraction=dev_fraction)
-    manifest["qa_changed"] = before != (_read_bytes(Path(out) / "qa.jsonl"), _read_bytes(Path(out) / "manifest.json"))
-    if audit:
-        manifest["audit"] = _write_audit(refs, out, seed, cache, console)
+        load_record(record, fs_hz=options.get("fs_hz"))
+    make_folder(out)
+    with lock_folder(out, "build output folder"):
+        state = mark_unfinished(out, records)
+        parts = _run_records(records, out, options, cache, jobs, console)
+        items, dropped, refs = _gather(records, parts)
+        seed = int(options.get("seed", 0))
+        before = _read_bytes(Path(out) / "qa.jsonl"), _read_bytes(Path(out) / "manifest.json")
+        manifest = write_dataset(items, dropped, refs, out, seed=seed, versions=build_versions(options), dev_fraction=dev_fraction)
+        manifest["qa_changed"] = before != (_read_bytes(Path(out) / "qa.jsonl"), _read_bytes(Path(out) / "manifest.json"))
+        if audit:
+            manifest["audit"] = _write_audit(refs, out, seed, cache, console)
+        state.unlink()  # every file is there: the folder is a dataset now
     return manifest
+
+
+def check_build_options(*, jobs: int, dev_fraction: float, fs_hz: float | None = None) -> None:
+    """One ``error:`` line for a job count below 1, a dev share outside [0, 1] or a sampling rate that is no rate, before any work.
+
+    ``fs_hz`` (``--fs``, for annotation-only records) was ignored for signal
+    records whatever its value; a negative or nan rate is refused for every record.
+    """
+    import math
+
+    from ecgtrace.errors import EcgTraceError
+
+    if int(jobs) < 1:
+        raise EcgTraceError(f"--jobs must be at least 1, got {jobs}")
+    if not (math.isfinite(dev_fraction) and 0.0 <= dev_fraction <= 1.0):
+        raise EcgTraceError(f"--dev-fraction is a share of the records, between 0 and 1; got {dev_fraction:g}")
+    if fs_hz is not None and not (math.isfinite(fs_hz) and fs_hz > 0):
+        raise EcgTraceError(f"--fs must be a positive sampling rate in Hz, got {fs_hz:g}")
+
+
+def mark_unfinished(out: str, records: list[str]) -> Path:
+    """Write the folder's unfinished-build note (see the module docstring); returns its path."""
+    import datetime as _dt
+
+    from ecgtrace.contracts.datasets import UNFINISHED_BUILD
+    from ecgtrace.jsonio import write_json_atomic
+
+    return write_json_atomic(Path(out) / UNFINISHED_BUILD, {
+        "format": "ecgtrace-build-state/1", "complete": False, "pid": os.getpid(), "records": [str(r) for r in records],
+        "started_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "message": "an unfinished build: run the same `ecgtrace build` command again to resume it (finished records are reused)"})

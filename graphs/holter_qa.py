@@ -33,8 +33,8 @@ from ecgtrace import __version__
 from ecgtrace.agents.holter import annotator, assets, dataset, planner, verifier, writer
 from ecgtrace.agents.holter.facts import load_facts
 from ecgtrace.agents.holter.tasks import get_task
-from ecgtrace.errors import ModelError
-from ecgtrace.jsonio import safe_join, write_json_atomic
+from ecgtrace.errors import EcgTraceError, ModelError, OutputError
+from ecgtrace.jsonio import make_folder, safe_join, write_json_atomic
 from ecgtrace.rubrics.template_schema import QATemplate, load_templates
 from ecgtrace.tools.annotate import annotation_store_dir, annotation_versions
 from ecgtrace.tools.record_source import resolve_record
@@ -238,30 +238,47 @@ def run_record(record_path: str, out_dir: str, options: BuildOptions, *, cache_d
     """
     import sqlite3
 
-    from langgraph.checkpoint.sqlite import SqliteSaver
-
     source = resolve_record(record_path)
     db_path = safe_join(out_dir, ".checkpoints", f"{source.base.parent.name}-{source.name}.sqlite")
-    Path(db_path).parent.mkdir(parents=True, exist_ok=True)
+    make_folder(Path(db_path).parent)
+    if any(Path(f"{db_path}{end}").is_symlink() for end in ("", "-wal", "-shm")):
+        raise OutputError(f"{db_path} is a symbolic link; refusing to write a checkpoint through it")
     conn = sqlite3.connect(str(db_path), check_same_thread=False, timeout=30)
     try:
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA busy_timeout=30000")
-        compiled = build_graph().compile(checkpointer=SqliteSaver(conn))
-        cfg = {**(config or {}), "configurable": {**((config or {}).get("configurable") or {}), "thread_id": thread_id(record_path, options)}}
-        cfg.setdefault("max_concurrency", 4)
-        snapshot = compiled.get_state(cfg)
-        if snapshot.values and not snapshot.next:
-            if on_stage is not None:
-                on_stage("finished earlier (checkpoint)")
-            return dict(snapshot.values)
-        initial = None if snapshot.next else HolterQAState(record_path=str(source.base), out_dir=str(Path(out_dir).resolve()),
-                                                           cache_dir=None if cache_dir is None else str(Path(cache_dir).resolve()),
-                                                           options=options, items=[])
-        for update in compiled.stream(initial, cfg, stream_mode="updates"):  # None: resume after a crash
-            if on_stage is not None:
-                for node in update:
-                    on_stage(node)
-        return dict(compiled.get_state(cfg).values)
+        return _stream_record(conn, source, record_path, out_dir, options, cache_dir, config, on_stage)
+    except EcgTraceError:
+        conn.close()
+        for end in ("", "-wal", "-shm"):  # bad input fails the same way on a rerun: its checkpoint resumes nothing
+            Path(f"{db_path}{end}").unlink(missing_ok=True)
+        raise
+    except sqlite3.DatabaseError as exc:
+        if isinstance(exc, sqlite3.OperationalError) and ("full" in str(exc) or "readonly" in str(exc)):
+            raise OutputError(f"cannot write {db_path}: {exc}") from None
+        raise OutputError(f"{db_path}: not a usable checkpoint database ({exc}); delete it to build this record from the start") from None
     finally:
         conn.close()
+
+
+def _stream_record(conn: Any, source: Any, record_path: str, out_dir: str, options: BuildOptions, cache_dir: str | None,
+                   config: dict[str, Any] | None, on_stage: Callable[[str], None] | None) -> dict[str, Any]:
+    """Run the record's thread on the checkpoint connection ``conn`` (see :func:`run_record`)."""
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA busy_timeout=30000")
+    compiled = build_graph().compile(checkpointer=SqliteSaver(conn))
+    cfg = {**(config or {}), "configurable": {**((config or {}).get("configurable") or {}), "thread_id": thread_id(record_path, options)}}
+    cfg.setdefault("max_concurrency", 4)
+    snapshot = compiled.get_state(cfg)
+    if snapshot.values and not snapshot.next:
+        if on_stage is not None:
+            on_stage("finished earlier (checkpoint)")
+        return dict(snapshot.values)
+    initial = None if snapshot.next else HolterQAState(record_path=str(source.base), out_dir=str(Path(out_dir).resolve()),
+                                                       cache_dir=None if cache_dir is None else str(Path(cache_dir).resolve()),
+                                                       options=options, items=[])
+    for update in compiled.stream(initial, cfg, stream_mode="updates"):  # None: resume after a crash
+        if on_stage is not None:
+            for node in update:
+                on_stage(node)
+    return dict(compiled.get_state(cfg).values)

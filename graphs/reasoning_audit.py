@@ -137,7 +137,7 @@ async def answer_turn(state: AuditState, examinee: Examinee, base_dir: str | Non
         tokens = _request_tokens(request, state["turns"])
         if not budget.fits(tokens):
             return score_reply(turn, prompt, Reply(raw=None, error=f"not sent: {budget.reason(tokens, 'this turn')}", attempts=0), style)
-    reply = await examinee.answer(request, turn)
+    reply = (await examinee.answer(request, turn)).capped(examinee.max_reply_chars)  # kept and re-sent in later turns: bounded
     return score_reply(turn, prompt, reply, style)
 
 

@@ -116,12 +116,33 @@ class AnswerSpec(BaseModel):
     tolerance_ms: int = Field(default=150, ge=0, description="a time answer within this many ms of the truth is correct")
 
 
+#: The ``distractors.params`` each rule reads (every one a list of non-zero integers); any other key is an error.
+RULE_PARAMS: dict[str, tuple[str, ...]] = {"count_offsets": ("offsets",), "hr_offsets": ("offsets_ms",), "timing_shift": ("shifts_ms",),
+                                           "absent_labels": ("n_min",)}
+#: Parameters that are one whole number from 1 to 6 (the fewest distractors drawn); every other one is a list of offsets.
+COUNT_PARAMS: frozenset[str] = frozenset({"n_min"})
+
+
 class DistractorSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     rule: Literal["none", "yes_no", "count_offsets", "timing_shift", "hr_offsets", "absent_labels", "present_labels"]
     n: int = Field(default=3, ge=1, le=6, description="number of distractors (closed questions)")
-    params: dict[str, Any] = Field(default_factory=dict)
+    params: dict[str, Any] = Field(default_factory=dict, description="per rule, see RULE_PARAMS")
+
+    @model_validator(mode="after")
+    def _params_fit_rule(self) -> DistractorSpec:
+        known = RULE_PARAMS.get(self.rule, ())
+        for name, value in self.params.items():
+            if name not in known:
+                allowed = f"it reads {', '.join(known)}" if known else "it takes none"
+                raise ValueError(f"params.{name}: not a parameter of rule {self.rule!r} ({allowed})")
+            if name in COUNT_PARAMS:
+                if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= self.n:
+                    raise ValueError(f"params.{name}: must be a whole number from 1 to n ({self.n}), got {value!r}")
+            elif not isinstance(value, list) or not value or not all(isinstance(v, int) and not isinstance(v, bool) and v for v in value):
+                raise ValueError(f"params.{name}: must be a non-empty list of non-zero integers, got {value!r}")
+        return self
 
 
 class EvidenceSpec(BaseModel):

@@ -34,3 +34,19 @@ def _private_cache(tmp_path_factory: pytest.TempPathFactory):
     mp.setenv("ECGTRACE_CACHE", str(tmp_path_factory.mktemp("ecgtrace-cache")))
     yield
     mp.undo()
+
+
+@pytest.fixture(scope="session")
+def tiny_record(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 3-minute, 2-lead, 128 Hz synthetic record (seed 1): small enough for tests that copy and spoil it."""
+    from ecgtrace.tools.synth import synthesize_holter
+
+    return synthesize_holter(tmp_path_factory.mktemp("tiny"), name="tiny", hours=0.05, fs_hz=128.0, n_leads=2, seed=1).record_path
+
+
+@pytest.fixture(scope="session")
+def tiny_record_b(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Another record like :func:`tiny_record` (seed 2): its ``.atr`` is a foreign file for the first."""
+    from ecgtrace.tools.synth import synthesize_holter
+
+    return synthesize_holter(tmp_path_factory.mktemp("tiny_b"), name="tiny", hours=0.05, fs_hz=128.0, n_leads=2, seed=2).record_path

@@ -6,12 +6,53 @@ Shared by the WFDB reader (:mod:`ecgtrace.tools.records`) and the EDF reader
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from ecgtrace.errors import WindowError
+from ecgtrace.errors import RecordError, WindowError
+
+#: More signals than this in one record is refused before anything is parsed (a 12-lead Holter has 12; PSGs a few dozen).
+MAX_SIGNALS = 256
+#: Sampling rates above this are refused (ECG recorders sample at 128 Hz-10 kHz).
+MAX_FS_HZ = 100_000.0
+#: A WFDB header of 256 signals is ~20 kB; anything larger than this is not a header.
+MAX_HEADER_BYTES = 1 << 20
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+
+
+def require_regular_file(path: str | os.PathLike[str], what: str) -> Path:
+    """``path`` when it is a regular file; a FIFO, device or folder would hang or mislead every reader.
+
+    Raises:
+        RecordError: it is missing or not a regular file.
+    """
+    target = Path(path)
+    try:
+        mode = target.stat().st_mode
+    except OSError as exc:
+        raise RecordError(f"{target}: cannot open {what} ({exc.strerror})") from None
+    if not stat.S_ISREG(mode):
+        kind = "a FIFO" if stat.S_ISFIFO(mode) else "a folder" if stat.S_ISDIR(mode) else "not a regular file"
+        raise RecordError(f"{target}: {what} is {kind}; give a regular file")
+    return target
+
+
+def check_lead_name(source: object, name: str) -> str:
+    """A lead name as it may enter a dataset: no NUL or other control characters, not empty.
+
+    Raises:
+        RecordError: the name holds control characters (a corrupt header).
+    """
+    if _CONTROL.search(name):
+        raise RecordError(f"{source}: lead name {name!r} holds control characters (a corrupt header)")
+    if not name.strip():
+        raise RecordError(f"{source}: a lead has no name")
+    return name
 
 _MV_PER_UNIT = {"mv": 1.0, "uv": 1e-3, "µv": 1e-3, "μv": 1e-3, "v": 1e3, "nu": 1.0, "": 1.0}
 

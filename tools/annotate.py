@@ -35,7 +35,7 @@ import numpy as np
 
 from ecgtrace import __version__
 from ecgtrace.contracts.common import provenance
-from ecgtrace.errors import EcgTraceError, RecordError
+from ecgtrace.errors import EcgTraceError, OutputError, RecordError
 from ecgtrace.jsonio import plain_json, write_json_atomic
 from ecgtrace.tools import _annotate_store as store
 from ecgtrace.tools._annotate_store import default_cache_dir
@@ -44,7 +44,7 @@ from ecgtrace.tools.af import AfResult, af_params, detect_af
 from ecgtrace.tools.annotations import AAMI_ORDER
 from ecgtrace.tools.hr import hr_params, hr_summary, per_minute_hr
 from ecgtrace.tools.record_source import resolve_record
-from ecgtrace.tools.records import RecordInfo, assess_leads, open_record
+from ecgtrace.tools.records import RecordInfo, assess_leads, open_record, require_usable_leads
 from ecgtrace.tools.rhythm import count_events, detect_events, rhythm_params
 
 ANNOTATE_VERSION = "1.0"
@@ -193,6 +193,10 @@ def annotate_record(
     ref_path = _reference_path(base) if prefer_reference else None
     if prefer_reference and ref_path is None:
         raise AnnotateError(f"{base}: prefer_reference needs {base.name}.atr, which does not exist")
+    if not ref_path:  # the unusable-lead verdict comes before any work, even hashing (a flat 2e9-sample record)
+        t0 = time.perf_counter()
+        info = require_usable_leads(assess_leads(info))
+        timings["open"] += time.perf_counter() - t0
     t0 = time.perf_counter()
     record_hash = resolve_record(base).sha256
     timings["hash"] = time.perf_counter() - t0
@@ -207,10 +211,6 @@ def annotate_record(
         if hit is not None:
             report("cache", 1, 1)
             return _from_store(hit, key, time.perf_counter() - t_start)
-    if not ref_path:
-        t0 = time.perf_counter()
-        info = assess_leads(info)
-        timings["open"] += time.perf_counter() - t0
     result = _run_pipeline(info, base, ref_path, workers, report, timings, chunk_s, overlap_s)
     source = "reference" if ref_path else "detected"
     prov = provenance(source, "ecgtrace.tools.annotate", ANNOTATE_VERSION,
@@ -225,10 +225,11 @@ def _save(cache: Path, key: str, annotation: Annotation) -> None:
     t0 = time.perf_counter()
     try:
         store.save(cache, key, {"beat_samples": annotation.beat_samples, "beat_classes": annotation.beat_classes, "af_mask": annotation.af_mask}, _meta(annotation))
-    except OSError as exc:  # an unwritable cache folder must not stop the analysis
+    except (OSError, OutputError) as exc:  # an unwritable cache folder must not stop the analysis
         import warnings
 
-        warnings.warn(f"{cache}: cannot write the annotation store ({exc.strerror}); results are not cached", stacklevel=3)
+        why = exc.strerror if isinstance(exc, OSError) else str(exc)
+        warnings.warn(f"{cache}: cannot write the annotation store ({why}); results are not cached", stacklevel=3)
     annotation.timings_s["store"] = time.perf_counter() - t0
 
 
@@ -240,9 +241,9 @@ def _detect_or_read_beats(info: RecordInfo, base: Path, ref_path: Path | None, w
                           chunk_s: float, overlap_s: float) -> tuple[np.ndarray, np.ndarray | None, list[tuple[int, int]], dict[str, Any]]:
     """``(beat samples, classes or None, artifact spans, provenance)``: the reference ``.atr`` beats, else the detector's."""
     if ref_path is not None:
-        from ecgtrace.tools.annotations import read_reference_annotations
+        from ecgtrace.tools.reference_check import checked_reference
 
-        ref = read_reference_annotations(base, "atr", n_samples=info.n_samples)
+        ref = checked_reference(info, "atr", n_samples=info.n_samples)
         return ref.beat_samples, ref.beat_classes, [], ref.provenance
     try:
         from ecgtrace.tools.beats import detect_beats

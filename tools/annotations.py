@@ -133,6 +133,8 @@ def read_reference_annotations(
     ann_file = Path(f"{base}.{extension}")
     if not ann_file.exists():
         raise AnnotationError(f"{ann_file}: annotation file not found")
+    if not ann_file.is_file():
+        raise AnnotationError(f"{ann_file}: not a regular file (a FIFO or folder); give the annotation file itself")
     header_fs, header_len = _header_fs_and_length(base)
     try:
         ann = wfdb.rdann(str(base), extension)

@@ -23,13 +23,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import as_completed
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from ecgtrace.errors import RecordError
+from ecgtrace.workers import worker_pool
 from ecgtrace.tools._beats_core import ALGORITHM_VERSION, ChunkDetections, DetectorParams, detect_chunk
 from ecgtrace.tools.records import RecordInfo, chunk_bounds, lead_is_unusable, open_record, read_samples
 
@@ -220,7 +221,7 @@ def detect_beats(
             if progress is not None:
                 progress(index + 1, total)
     else:
-        with ProcessPoolExecutor(max_workers=min(workers, total)) as pool:
+        with worker_pool(min(workers, total)) as pool:  # workers die with this process, and stop at once on an interruption
             futures = [pool.submit(_run_chunk, info, b, index, p, excluded) for index, b in enumerate(bounds)]
             for done, future in enumerate(as_completed(futures), start=1):
                 parts.append(future.result())

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from ecgtrace.errors import RecordError
-from ecgtrace.tools._record_header import RecordInfo, _mv_scale, parse_patient
+from ecgtrace.tools._record_header import MAX_FS_HZ, MAX_SIGNALS, RecordInfo, _mv_scale, check_lead_name, parse_patient, require_regular_file
 
 _EDF_ANNOTATIONS = "EDF Annotations"
 
@@ -24,13 +24,16 @@ def _fields(raw: bytes, count: int, width: int) -> list[str]:
 
 def read_edf_header(path: Path) -> dict:
     """Parse the EDF header; raise RecordError on anything contradictory."""
+    require_regular_file(path, "the EDF file")
     try:
         with open(path, "rb") as handle:
             fixed = handle.read(256)
             if len(fixed) < 256:
                 raise RecordError(f"{path}: truncated EDF header ({len(fixed)} of 256 bytes)")
             n_signals = int(fixed[252:256].decode("latin-1").strip() or 0)
-            rest = handle.read(256 * n_signals)
+            if n_signals > MAX_SIGNALS:
+                raise RecordError(f"{path}: EDF header declares {n_signals} signals; at most {MAX_SIGNALS} are supported")
+            rest = handle.read(256 * max(n_signals, 0))
     except (ValueError, UnicodeDecodeError):
         raise RecordError(f"{path}: corrupt EDF header (number of signals unreadable)") from None
     if n_signals <= 0 or len(rest) < 256 * n_signals:
@@ -41,6 +44,9 @@ def read_edf_header(path: Path) -> dict:
         record_s = float(fixed[244:252].decode("latin-1").strip())
     except ValueError:
         raise RecordError(f"{path}: corrupt EDF header (record count or duration unreadable)") from None
+    if header_bytes != 256 * (n_signals + 1):
+        # the data start there; a negative or short value would make every read seek before the file or into the header
+        raise RecordError(f"{path}: corrupt EDF header (header size {header_bytes} bytes; {n_signals} signals need {256 * (n_signals + 1)})")
     offsets = {"label": 16, "transducer": 80, "unit": 8, "pmin": 8, "pmax": 8, "dmin": 8, "dmax": 8, "prefilter": 80, "nsamp": 8, "reserved": 32}
     cursor = 0
     table: dict[str, list[str]] = {}
@@ -53,6 +59,10 @@ def read_edf_header(path: Path) -> dict:
         dmin, dmax = [int(float(v)) for v in table["dmin"]], [int(float(v)) for v in table["dmax"]]
     except ValueError:
         raise RecordError(f"{path}: corrupt EDF header (signal ranges unreadable)") from None
+    if any(n <= 0 for n in nsamp):
+        raise RecordError(f"{path}: corrupt EDF header (samples per data record must be > 0, header says {nsamp})")
+    for label in table["label"]:
+        check_lead_name(path, label)
     patient_id = fixed[8:88].decode("latin-1").strip()
     return {
         "header_bytes": header_bytes,
@@ -83,6 +93,8 @@ def open_edf(path: Path) -> RecordInfo:
     fs_hz = rates.pop()
     if fs_hz <= 0:
         raise RecordError(f"{path}: sampling rate must be > 0 Hz")
+    if fs_hz > MAX_FS_HZ:
+        raise RecordError(f"{path}: sampling rate {fs_hz:g} Hz is above {MAX_FS_HZ:g} Hz; not an ECG recording")
     if header["n_records"] <= 0:
         raise RecordError(f"{path}: zero-length record (0 data records)")
     sample_bytes = 3 if header["bdf"] else 2

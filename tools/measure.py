@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from ecgtrace.errors import EcgTraceError
+from ecgtrace.jsonio import write_through_temp_folder
 from ecgtrace.tools._atrial import atrial_activity
 from ecgtrace.tools._delineate import AMPLITUDES, POINTS, SIGNAL_KEYS, DelineationParams, delineate_lead, preprocess
 from ecgtrace.tools._delineate_p import clear_p_marks, p_wave_rule
@@ -244,22 +245,15 @@ def write_waves(delineation: Delineation, out_dir: str | os.PathLike[str], recor
                     if name in wave and pts[name][k] >= 0:
                         rows.append((int(pts[name][k]), chan, wave.index(name), symbol, num))
     rows.sort()
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     if not rows:
         raise EcgTraceError(f"{record}: no waves were delineated in this window; nothing to write")
-    wfdb.wrann(
-        record,
-        extension,
-        sample=np.array([r[0] for r in rows], dtype=np.int64),
-        symbol=[r[3] for r in rows],
-        subtype=np.zeros(len(rows), dtype=np.int64),
-        chan=np.array([r[1] for r in rows], dtype=np.int64),
-        num=np.array([r[4] for r in rows], dtype=np.int64),
-        fs=delineation.fs_hz,
-        write_dir=str(out),
-    )
-    return out / f"{record}.{extension}"
+
+    def write_into(folder: Path) -> None:
+        wfdb.wrann(record, extension, sample=np.array([r[0] for r in rows], dtype=np.int64), symbol=[r[3] for r in rows],
+                   subtype=np.zeros(len(rows), dtype=np.int64), chan=np.array([r[1] for r in rows], dtype=np.int64),
+                   num=np.array([r[4] for r in rows], dtype=np.int64), fs=delineation.fs_hz, write_dir=str(folder))
+
+    return write_through_temp_folder(Path(out_dir) / f"{record}.{extension}", write_into)  # a full disk leaves no half file
 
 
 # --------------------------------------------------------------------------- measurements

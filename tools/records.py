@@ -24,7 +24,16 @@ from typing import Any
 import numpy as np
 
 from ecgtrace.errors import RecordError, WindowError
-from ecgtrace.tools._record_header import RecordInfo, _mv_scale, parse_patient
+from ecgtrace.tools._record_header import (
+    MAX_FS_HZ,
+    MAX_HEADER_BYTES,
+    MAX_SIGNALS,
+    RecordInfo,
+    _mv_scale,
+    check_lead_name,
+    parse_patient,
+    require_regular_file,
+)
 from ecgtrace.tools.edf import open_edf, read_edf_samples
 
 # bytes per sample for the formats whose file size we can check exactly
@@ -81,13 +90,14 @@ def resolve_record_path(path: str | os.PathLike[str]) -> tuple[Path, str]:
     if raw.suffix.lower() in {".edf", ".bdf"}:
         if not raw.exists():
             raise RecordError(f"{raw}: EDF file not found")
-        return raw, "edf"
+        return require_regular_file(raw, "the EDF file"), "edf"
     if raw.suffix.lower() in {".hea", ".dat", ".mat", ".atr"}:
         raw = raw.with_suffix("")
     if not raw.with_suffix(".hea").exists() and not Path(str(raw) + ".hea").exists():
         if Path(str(raw) + ".edf").exists():
-            return Path(str(raw) + ".edf"), "edf"
+            return require_regular_file(Path(str(raw) + ".edf"), "the EDF file"), "edf"
         raise RecordError(f"{raw}: no header file {raw.name}.hea (and no .edf) found")
+    require_regular_file(Path(str(raw) + ".hea"), "the header")
     return raw, "wfdb"
 
 
@@ -150,6 +160,8 @@ def _open_wfdb(base: Path) -> RecordInfo:
         if not math.isfinite(gain) or gain == 0:
             raise RecordError(f"{base}.hea: lead {lead!r} has an invalid ADC gain {gain!r}")
     _check_signal_files(base, header, n_samples)
+    for lead in header.sig_name:
+        check_lead_name(f"{base}.hea", str(lead))
     comments = tuple(str(c) for c in (header.comments or []))
     return RecordInfo(
         path=str(base),
@@ -166,22 +178,68 @@ def _open_wfdb(base: Path) -> RecordInfo:
     )
 
 
+_WFDB_NUMBER = r"\d*\.?\d*"
+#: ``fs[/counter_freq[(base_counter)]]`` as the WFDB header format writes it (no exponent, no sign).
+_FS_FIELD = re.compile(rf"({_WFDB_NUMBER})(/-?{_WFDB_NUMBER}(\(-?{_WFDB_NUMBER}\))?)?")
+#: ``adc_gain[(baseline)][/units]``; wfdb misreads anything else (``nan`` turns the rest of the line into the lead name).
+_GAIN_FIELD = re.compile(rf"-?{_WFDB_NUMBER}(e[+-]?\d+)?(\(-?\d+\))?(/[\w^\-?%/]*)?")
+
+
 def _check_record_line(base: Path) -> None:
-    """Check the header's record line ourselves: wfdb reads ``-250`` as a rate of 250 Hz."""
+    """Check the header's record and signal lines ourselves, before wfdb reads them.
+
+    wfdb reads ``-250`` as a rate of 250 Hz, ``1e9`` as 1 Hz with zero samples,
+    ``nan`` as a gain by shifting the line into the lead name, and spends a
+    minute on a header declaring 100,000 signals; each is refused here with
+    what is wrong.
+    """
+    header = Path(f"{base}.hea")
     try:
-        text = Path(f"{base}.hea").read_text(encoding="latin-1")
+        size = require_regular_file(header, "the header").stat().st_size
+        if size > MAX_HEADER_BYTES:
+            raise RecordError(f"{header}: {size} bytes is not a WFDB header (at most {MAX_HEADER_BYTES})")
+        text = header.read_text(encoding="latin-1")
     except OSError as exc:
         raise RecordError(f"{base}.hea: cannot read header ({exc.strerror})") from None
-    record_line = next((line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")), "")
-    tokens = record_line.split()
+    lines = [line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    tokens = lines[0].split() if lines else []
+    if len(tokens) < 2 or not tokens[1].isdigit():
+        raise RecordError(f"{base}.hea: corrupt header (the record line must give a name and a signal count)")
+    n_sig = int(tokens[1])
+    if n_sig > MAX_SIGNALS:
+        raise RecordError(f"{base}.hea: declares {n_sig} signals; at most {MAX_SIGNALS} are supported")
     if len(tokens) >= 3:
-        fs_token = re.split(r"[/(:]", tokens[2], maxsplit=1)[0]
-        try:
-            fs_value = float(fs_token)
-        except ValueError:
-            raise RecordError(f"{base}.hea: corrupt header (sampling rate {tokens[2]!r} is not a number)") from None
-        if not math.isfinite(fs_value) or fs_value <= 0:
-            raise RecordError(f"{base}.hea: sampling rate must be > 0 Hz, header says {tokens[2]}")
+        _check_fs_token(base, tokens[2])
+    if len(tokens) >= 4 and not tokens[3].isdigit():
+        raise RecordError(f"{base}.hea: corrupt header (sample count {tokens[3]!r} is not a whole number)")
+    if "/" in tokens[0]:
+        return  # multi-segment: refused with its own message once wfdb has read it
+    if len(lines) - 1 < n_sig:
+        raise RecordError(f"{base}.hea: contradictory header: declares {n_sig} signals but has {len(lines) - 1} signal lines")
+    for number, line in enumerate(lines[1 : 1 + n_sig], start=1):
+        _check_signal_line(base, number, line)
+
+
+def _check_fs_token(base: Path, token: str) -> None:
+    match = _FS_FIELD.fullmatch(token)
+    if match is None or not any(ch.isdigit() for ch in match.group(1)):
+        raise RecordError(f"{base}.hea: corrupt header (sampling rate {token!r} is not a positive decimal number)")
+    fs_value = float(match.group(1))
+    if not math.isfinite(fs_value) or fs_value <= 0:
+        raise RecordError(f"{base}.hea: sampling rate must be > 0 Hz, header says {token}")
+    if fs_value > MAX_FS_HZ:
+        raise RecordError(f"{base}.hea: sampling rate {fs_value:g} Hz is above {MAX_FS_HZ:g} Hz; not an ECG recording")
+
+
+def _check_signal_line(base: Path, number: int, line: str) -> None:
+    """One signal line: a gain wfdb can read, a lead name without control characters."""
+    tokens = line.split()
+    if len(tokens) >= 3 and (_GAIN_FIELD.fullmatch(tokens[2]) is None or not any(ch.isdigit() for ch in tokens[2].split("(")[0].split("/")[0])):
+        raise RecordError(f"{base}.hea: signal {number} has an invalid ADC gain {tokens[2]!r}")
+    if len(tokens) >= 9:
+        check_lead_name(f"{base}.hea", " ".join(tokens[8:]))
+    elif "\x00" in line:
+        raise RecordError(f"{base}.hea: signal line {number} holds NUL bytes (a corrupt header)")
 
 
 def _check_signal_files(base: Path, header: Any, n_samples: int) -> None:
@@ -193,6 +251,7 @@ def _check_signal_files(base: Path, header: Any, n_samples: int) -> None:
         file_path = base.parent / file_name
         if not file_path.exists():
             raise RecordError(f"{file_path}: signal file not found (named in {base.name}.hea)")
+        require_regular_file(file_path, "the signal file")
         if file_path.suffix.lower() == ".mat":
             continue  # wfdb checks .mat containers itself
         if any(fmt not in _BYTES_PER_SAMPLE for fmt, _, _ in signals):
@@ -319,6 +378,19 @@ def assess_leads(info: RecordInfo, n_probes: int = 12, probe_s: float = 10.0) ->
     for lead in unusable:
         warnings.warn(f"{info.name}: lead {lead!r} is {' / '.join(sorted(reasons[lead]))} and is marked unusable", RecordWarning, stacklevel=2)
     return replace(info, unusable_leads=unusable)
+
+
+def require_usable_leads(info: RecordInfo) -> RecordInfo:
+    """``info`` when :func:`assess_leads` left at least one usable lead.
+
+    Raises:
+        RecordError: every lead is flat or NaN on every probe window; nothing
+            can be detected or shown, so no work starts on it.
+    """
+    if info.leads and not info.usable_leads:
+        raise RecordError(f"{info.path}: no usable lead (every lead of {', '.join(info.leads)} is flat or NaN over the whole "
+                          "record); nothing to detect or show")
+    return info
 
 
 class RecordWarning(UserWarning):

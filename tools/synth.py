@@ -26,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from ecgtrace.errors import EcgTraceError
-from ecgtrace.jsonio import to_json_text, write_bytes_atomic, write_text_atomic
+from ecgtrace.errors import EcgTraceError, OutputError
+from ecgtrace.jsonio import make_folder, to_json_text, write_bytes_atomic, write_text_atomic
 from ecgtrace.contracts.vocabulary import note_for
 from ecgtrace.tools._synth_schedule import AVB1_PR_MS, NORMAL_PR_MS, P_PEAK_OFFSET_S, PAC_PR_MS, Beat, Event, _Walker, plan_events, walk_timeline
 
@@ -121,15 +121,26 @@ def synthesize_holter(
     for lead in range(n_leads):
         digital[:, lead] = np.clip(np.rint(signal[lead] * ADC_GAIN), -32767, 32767)
     del signal
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    base = out / name
+    base = make_folder(out_dir) / name
+    try:
+        return _write_record(base, digital, beats, events, walker, fs_hz, leads, seed, hours, profile, rng)
+    except BaseException as exc:  # a full disk or an interruption: no half record (a .dat without its header) stays behind
+        for suffix in (".dat", ".hea", ".atr", ".schedule.json"):
+            Path(f"{base}{suffix}").unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise OutputError(f"cannot write {base}: {exc.strerror or exc}") from None
+        raise
+
+
+def _write_record(base: Path, digital: np.ndarray, beats: list[Beat], events: list[Any], walker: Any, fs_hz: float, leads: tuple[str, ...],
+                  seed: int, hours: float, profile: str, rng: np.random.Generator) -> SynthResult:
+    """Write the record's four files (signal, header, reference annotations, schedule)."""
+    n_samples = int(digital.shape[0])
     write_bytes_atomic(f"{base}.dat", digital.tobytes())
     _write_header(base, digital, fs_hz, leads, seed, rng)
-    del digital
     _write_annotations(base, beats, fs_hz, walker if profile == "holtercare" else None)
     schedule = {
-        "record": name,
+        "record": base.name,
         "fs_hz": float(fs_hz),
         "n_samples": n_samples,
         "leads": list(leads),

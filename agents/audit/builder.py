@@ -97,11 +97,11 @@ def _safe_id(text: str) -> str:
 
 def beat_table(info: RecordInfo, annotation: str | None, cache_dir: Path | None) -> tuple[BeatTable, Any]:
     """Reference beats (``<record>.<annotation>``, default ``atr`` when present), else detected ones."""
-    from ecgtrace.tools.annotations import read_reference_annotations
+    from ecgtrace.tools.reference_check import checked_reference
 
     extension = annotation or "atr"
     if annotation != "none" and Path(f"{info.path}.{extension}").is_file():
-        ref = read_reference_annotations(info.path, extension)
+        ref = checked_reference(info, extension)  # an empty, foreign or corrupt file never becomes ground truth
         return BeatTable(ref.beat_samples, ref.beat_classes, ref.beat_symbols, ref.provenance), ref
     if annotation not in (None, "none"):
         raise EcgTraceError(f"{info.path}.{annotation}: annotation file not found")

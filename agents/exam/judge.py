@@ -111,13 +111,15 @@ async def judge_answer(judge: Examinee, rubric: JudgeRubric, item: dict[str, Any
     turn = {"index": 0, "stage": "judge", "loop": None, "kind": None, "question": item.get("question", ""), "options": [],
             "answer": "", "multi": False, "sample_id": item.get("id")}
     try:
-        reply = await judge.answer(messages, turn)
+        reply = (await judge.answer(messages, turn)).capped(judge.max_reply_chars)
     except Exception as exc:  # noqa: BLE001 - a judge failure is recorded, never crashes the run
         from ecgtrace.errors import ModelError
 
         if isinstance(exc, ModelError):
             raise
-        reply = Reply(raw=None, error=f"{type(exc).__name__}: {str(exc)[:200]}")
+        from ecgtrace.redact import redact
+
+        reply = Reply(raw=None, error=f"{type(exc).__name__}: {redact(str(exc))[:200]}")
     verdict = parse_verdict(reply.raw, rubric) if not reply.error else {
         "ok": False, "reason": "no verdict: judge server error", "criteria": {}, "score": None, "band": None,
         "judge_score": None, "hallucinations": [], "rationale": None}

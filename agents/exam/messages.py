@@ -125,11 +125,13 @@ def check_modality(item: ExamItem | dict[str, Any], base_dir: str | Path, modali
         raise error(f"unknown modality {modality!r} (choose from {', '.join(EXAM_MODALITIES)})")
     prebuilt = it.messages if isinstance(it, QAItem) else None
     if isinstance(prebuilt, list) and prebuilt:
+        _check_message_files(it, base_dir, prebuilt, error)
         return
     if isinstance(prebuilt, dict):
         for name in assets_needed(modality):
             if not prebuilt.get(name):
                 raise error(f"item {it.id!r} has no messages.{name}, needed for --modality {modality}")
+        _check_message_files(it, base_dir, [m for name in assets_needed(modality) for m in prebuilt[name]], error)
         return
     field, files = shown_files(it)
     for name in assets_needed(modality):
@@ -138,6 +140,16 @@ def check_modality(item: ExamItem | dict[str, Any], base_dir: str | Path, modali
         for rel in files[name]:
             if not resolve_asset(base_dir, rel, error).is_file():
                 raise error(f"item {it.id!r}: {field}.{name} file not found: {Path(base_dir) / rel}")
+
+
+def _check_message_files(item: QAItem, base_dir: str | Path, messages: list[Any], error: type[DatasetFormatError]) -> None:
+    """The files an item's own messages will read (image paths, its text assets) resolve inside the dataset folder."""
+    paths = [url for message in messages if isinstance(message, dict) and isinstance(message.get("content"), list)
+             for part in message["content"] if isinstance(part, dict) and part.get("type") == "image_url"
+             for url in [(part.get("image_url") or {}).get("url")]
+             if isinstance(url, str) and not url.startswith(("data:", "http://", "https://"))]
+    for rel in [*paths, *shown_files(item)[1]["text"]]:
+        resolve_asset(base_dir, rel, error)
 
 
 def ecg_intro(record: Any, window: Any) -> str:

@@ -46,6 +46,7 @@ from ecgtrace.contracts.datasets import ItemSet, load_items
 from ecgtrace.contracts.qa import QAItem
 from ecgtrace.contracts.runs import QASample, sample_key
 from ecgtrace.errors import EcgTraceError, QAFormatError
+from ecgtrace.redact import redact
 from ecgtrace.tools.text_encodings import RAW, EncodingError, TextEncoding
 
 #: Part of a run's identity: bump when prompts change.
@@ -129,11 +130,11 @@ async def ask(examinee: Examinee, request: list[dict[str, Any]], turn: dict[str,
         typed = await asyncio.to_thread(ask_human, {"sample_id": turn["sample_id"], "stage": turn["stage"], "prompt": prompt_record(request)})
         return Reply(raw=str(typed))
     try:
-        return await examinee.answer(request, turn)
+        return (await examinee.answer(request, turn)).capped(examinee.max_reply_chars)
     except EcgTraceError:
         raise
     except Exception as exc:  # noqa: BLE001
-        return Reply(raw=None, error=f"{type(exc).__name__}: {str(exc)[:200] or 'examinee cannot answer this question'}")
+        return Reply(raw=None, error=f"{type(exc).__name__}: {redact(str(exc))[:200] or 'examinee cannot answer this question'}")
 
 
 async def _verdict(judge: Examinee | None, rubrics: dict[str, Any] | None, data: dict[str, Any], reply: Reply,

@@ -97,7 +97,12 @@ def _turn_reply(turn: dict[str, Any]) -> Reply:
 
 def _lines(path: Path) -> list[tuple[int, Any]]:
     """``(line or position, object)`` of a JSON list or JSON Lines file."""
-    text = path.read_text(encoding="utf-8")
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:  # one error line naming where, not a traceback
+        line = data[: exc.start].count(b"\n") + 1
+        raise AnswersError(f"--answers {path}:{line}: not UTF-8 text") from None
     if text.lstrip().startswith("["):
         try:
             return list(enumerate(json.loads(text), start=1))

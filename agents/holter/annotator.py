@@ -55,8 +55,12 @@ def load_record(record: str | os.PathLike[str], *, fs_hz: float | None = None) -
     source = resolve_record(record)
     info = _open_signals(source)
     if info is not None:
+        if source.has_reference() and info.kind == "wfdb":
+            from ecgtrace.tools.reference_check import checked_reference
+
+            checked_reference(info, "atr")  # an empty, foreign or corrupt .atr never becomes ground truth
         ref = {"db": source.db, "id": source.name, "path": str(source.base), "fs_hz": float(info.fs_hz),
-               "leads": list(info.usable_leads) or list(info.leads), "duration_s": round(float(info.duration_s), 6),
+               "leads": list(info.usable_leads), "duration_s": round(float(info.duration_s), 6),
                "patient": dict(info.patient), "annotated": source.has_reference() and info.kind == "wfdb"}
     else:
         if not source.has_reference():
@@ -72,12 +76,12 @@ def load_record(record: str | os.PathLike[str], *, fs_hz: float | None = None) -
 
 def _open_signals(source: RecordSource) -> Any:
     """The record's header with its leads checked, or None for an annotation-only record."""
-    from ecgtrace.tools.records import open_record
+    from ecgtrace.tools.records import open_record, require_usable_leads
 
     if source.kind == "annotations":
         return None
     try:
-        return open_record(source.base)
+        return require_usable_leads(open_record(source.base))
     except RecordError as exc:
         if "annotation-only" not in str(exc):
             raise

@@ -100,10 +100,9 @@ def render_items(facts_path: str, items: list[dict[str, Any]], out_dir: str, mod
     work = [(facts_path, item, out_dir, modalities) for item in items]
     if jobs <= 1 or len(items) < 8 or modalities == ["text"]:
         return [_render_job(job) for job in work]
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
+    from ecgtrace.workers import worker_pool
 
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("forkserver")) as pool:
+    with worker_pool(jobs, start_method="forkserver") as pool:
         return list(pool.map(_render_job, work, chunksize=2))
 
 

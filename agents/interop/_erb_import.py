@@ -17,7 +17,6 @@ from __future__ import annotations
 import hashlib
 import os
 from collections import Counter
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -74,7 +73,9 @@ def _render_one(job: tuple[str, str, str, AssetSettings, str]) -> tuple[dict[str
 def _render_all(jobs: dict[Path, tuple[str, str, str, AssetSettings, str]], workers: int) -> dict[Path, tuple[Any, Any, str | None]]:
     keys = list(jobs)
     if workers > 1 and len(keys) > 1:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
+        from ecgtrace.workers import worker_pool
+
+        with worker_pool(workers) as pool:  # workers die with this process and stop at once on Ctrl-C/SIGTERM
             return dict(zip(keys, pool.map(_render_one, [jobs[k] for k in keys], chunksize=4)))
     return {k: _render_one(jobs[k]) for k in keys}
 

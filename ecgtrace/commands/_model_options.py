@@ -39,6 +39,9 @@ def add_model_options(parser: argparse.ArgumentParser, *, model_required: bool =
     parser.add_argument("--max-attempts", type=int, default=4, help="tries per request on 429/5xx/timeouts (default 4)")
     parser.add_argument("--backoff", type=float, default=1.0, metavar="S", help="first retry wait in seconds, doubling (default 1)")
     parser.add_argument("--max-tokens", type=int, default=None, help="cap on answer tokens")
+    parser.add_argument("--max-reply-chars", type=int, default=None, metavar="N",
+                        help="keep at most N characters of each reply (its start and end) in the run and the history re-sent "
+                             "to the model; the cut is recorded (default 32000)")
     parser.add_argument("--temperature", type=float, default=None, help="sampling temperature (default: the server's)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random examinee, the --limit sample and the --epochs shuffles (default 0)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar or table")
@@ -74,14 +77,19 @@ def check_model_options(args: argparse.Namespace) -> None:
     """One ``error:`` line for a count below 1 or a non-positive timeout, before anything is read or asked."""
     from ecgtrace.errors import EcgTraceError
 
+    import math
+
     for name, value in (("--concurrency", args.concurrency), ("--limit", args.limit), ("--max-attempts", args.max_attempts),
-                        ("--epochs", args.epochs), ("--max-prompt-tokens", args.max_prompt_tokens)):
+                        ("--epochs", args.epochs), ("--max-prompt-tokens", args.max_prompt_tokens),
+                        ("--max-reply-chars", getattr(args, "max_reply_chars", None))):
         if value is not None and value < 1:
             raise EcgTraceError(f"{name} must be at least 1, got {value}")
-    if args.timeout <= 0:
-        raise EcgTraceError(f"--timeout must be positive, got {args.timeout:g}")
-    if args.backoff < 0:
+    if not (math.isfinite(args.timeout) and args.timeout > 0):  # nan compares False with everything: test finiteness first
+        raise EcgTraceError(f"--timeout must be a positive number of seconds, got {args.timeout:g}")
+    if not (math.isfinite(args.backoff) and args.backoff >= 0):
         raise EcgTraceError(f"--backoff must not be negative, got {args.backoff:g}")
+    if args.temperature is not None and not (math.isfinite(args.temperature) and args.temperature >= 0):
+        raise EcgTraceError(f"--temperature must be a number >= 0, got {args.temperature:g}")
     for name, value in (("--price-in", args.price_in), ("--price-out", args.price_out)):
         if value is not None and value < 0:
             raise EcgTraceError(f"{name} must not be negative, got {value:g}")
@@ -163,14 +171,16 @@ def make_model(args: argparse.Namespace, spec: str | None = None, *, base_url: s
 
     return make_examinee(spec or args.model, seed=args.seed, base_url=base_url or args.base_url, api_key_env=args.api_key_env,
                          timeout_s=args.timeout, concurrency=args.concurrency, max_attempts=args.max_attempts,
-                         backoff_s=args.backoff, max_tokens=args.max_tokens, temperature=args.temperature if sampled else None)
+                         backoff_s=args.backoff, max_tokens=args.max_tokens, temperature=args.temperature if sampled else None,
+                         max_reply_chars=getattr(args, "max_reply_chars", None))
 
 
 def run_settings(args: argparse.Namespace, dataset_path: Any, **extra: Any) -> dict[str, Any]:
     """What a run keeps in ``settings`` (may change between resumes; the key's variable name, never the key)."""
     return {"dataset_path": str(dataset_path), "base_url": args.base_url, "api_key_env": args.api_key_env,
             "concurrency": args.concurrency, "timeout_s": args.timeout, "max_attempts": args.max_attempts,
-            "backoff_s": args.backoff, "max_prompt_tokens": args.max_prompt_tokens, **extra}
+            "backoff_s": args.backoff, "max_prompt_tokens": args.max_prompt_tokens,
+            "max_reply_chars": getattr(args, "max_reply_chars", None), **extra}
 
 
 def ask_at_terminal(console: Any) -> Callable[[dict[str, Any]], str]:
@@ -226,3 +236,4 @@ def print_epochs(results: dict[str, Any], console: Any) -> None:
     share = f"{100 * agree['samples_agree']:.1f}% of {agree['n_samples']}" if agree.get("samples_agree") is not None else "-"
     console.print(f"{block['epochs']} epochs (options shuffled after the first): {means}; samples that answer alike in every epoch: {share}",
                   highlight=False, markup=False)
+

@@ -34,13 +34,14 @@ def run(args: argparse.Namespace) -> int:
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from ecgtrace.errors import EcgTraceError
-    from ecgtrace.jsonio import to_json_text
+    from ecgtrace.jsonio import make_folder, to_json_text
     from ecgtrace.tools.annotate import annotate_record, annotation_store_dir, write_wfdb_annotations
     from ecgtrace.tools.records import open_record
 
     if args.workers < 1:
         raise EcgTraceError(f"--workers must be >= 1, got {args.workers}")
     open_record(args.record, check_leads=False)  # fail on a bad record before drawing progress bars
+    make_folder(args.out)  # and on an output folder that cannot be written, before minutes of work
     console = Console(stderr=args.json)
     with Progress(TextColumn("[bold]{task.description:<10}"), BarColumn(), TextColumn("{task.percentage:>5.1f}%"), TimeElapsedColumn(), console=console, transient=args.json, disable=args.json) as bar:
         tasks = {stage: bar.add_task(stage, total=1.0) for stage in _STAGES}

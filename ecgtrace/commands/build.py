@@ -54,7 +54,10 @@ def run(args: argparse.Namespace) -> int:
     }
     import os
 
-    jobs = max(1, args.jobs)
+    from ecgtrace.graphs.holter_build import check_build_options
+
+    check_build_options(jobs=args.jobs, dev_fraction=args.dev_fraction, fs_hz=args.fs)
+    jobs = args.jobs
     n_parallel = min(jobs, len(args.records))
     options["render_jobs"] = max(1, (os.cpu_count() or 1) // n_parallel)
     console = Console(stderr=True, emoji=False, highlight=False)

@@ -52,9 +52,9 @@ def run(args: argparse.Namespace) -> int:
     if args.beats == "atr" and not atr.exists():
         raise EcgTraceError(f"{atr}: no reference beat file; use --beats detect")
     if args.beats in ("auto", "atr") and atr.exists() and info.kind == "wfdb":
-        from ecgtrace.tools.annotations import read_reference_annotations
+        from ecgtrace.tools.reference_check import checked_reference
 
-        beats = read_reference_annotations(info.path, "atr").beat_samples
+        beats = checked_reference(info, "atr").beat_samples
         source = "reference .atr"
     delineation = delineate(window, beats)
     if delineation.beat_samples.size == 0:

@@ -29,6 +29,11 @@ DATASET_KINDS: dict[str, tuple[str, type[BaseModel], type[DatasetFormatError], s
 }
 
 
+#: Present in a dataset folder while ``ecgtrace build`` writes it (and after a build that failed or was killed):
+#: its files are not a dataset yet, so readers refuse the folder until a rerun of the build finishes it.
+UNFINISHED_BUILD = ".ecgtrace-build.json"
+
+
 @dataclass(frozen=True)
 class ItemSet(Generic[ItemT]):
     """The items of one dataset file, its folder (asset paths are relative to it) and its content hash."""
@@ -55,6 +60,9 @@ def load_items(path: str | Path, kind: str) -> ItemSet:
     """
     _, model, error, label = DATASET_KINDS[kind]
     target = dataset_file(path, kind)
+    if (target.parent / UNFINISHED_BUILD).exists():
+        raise error(f"{target.parent} holds an unfinished build ({UNFINISHED_BUILD}); run the same `ecgtrace build` command "
+                    "again to finish it before using the dataset")
     if not target.is_file():
         raise error(f"{label} file not found: {target}")
     data = target.read_bytes()

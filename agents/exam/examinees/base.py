@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
+
+
+#: Characters of a reply (and of its reasoning) a run keeps by default: the first and last halves. A reply
+#: of 5 MB would otherwise be stored whole and re-sent in every later turn of its sample.
+MAX_REPLY_CHARS = 32_000
 
 
 @dataclass
@@ -22,6 +27,26 @@ class Reply:
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
+    def capped(self, max_chars: int = MAX_REPLY_CHARS) -> Reply:
+        """This reply with ``raw`` and ``reasoning`` cut to ``max_chars`` (start and end kept, the cut marked
+        in the text and recorded in ``meta["truncated"]`` as the original lengths); itself when nothing is cut."""
+        cut = {name: len(text) for name in ("raw", "reasoning") if isinstance(text := getattr(self, name), str) and len(text) > max_chars}
+        if not cut:
+            return self
+        changes: dict[str, Any] = {name: keep_ends(getattr(self, name), max_chars) for name in cut}
+        return replace(self, **changes, meta={**(self.meta or {}), "truncated": {f"{name}_chars": n for name, n in cut.items()}})
+
+
+def keep_ends(text: str, max_chars: int) -> str:
+    """``text`` cut to about ``max_chars``: its first and last halves around a marker that says how much went.
+
+    Both ends are kept because a model's answer often comes last, after its reasoning.
+    """
+    if len(text) <= max_chars:
+        return text
+    half = max(1, max_chars // 2)
+    return f"{text[:half]}\n[... {len(text) - 2 * half} characters of the reply not kept ...]\n{text[-half:]}"
+
 
 class Examinee:
     """Base class of every model under test. ``interactive`` examinees are answered through an interrupt.
@@ -38,6 +63,8 @@ class Examinee:
     name: str = "examinee"
     interactive: bool = False
     reads_ecg: bool = True
+    #: How much of each reply is kept and re-sent (:meth:`Reply.capped`); set from ``--max-reply-chars``.
+    max_reply_chars: int = MAX_REPLY_CHARS
 
     async def answer(self, messages: list[dict[str, Any]], turn: dict[str, Any]) -> Reply:
         raise NotImplementedError

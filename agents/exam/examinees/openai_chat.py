@@ -1,15 +1,20 @@
 """``openai:<model>``: any OpenAI-compatible chat endpoint (OpenAI, vLLM, Ollama, LM Studio) through langchain-openai.
 
 Retries with exponential backoff and jitter (tenacity) on 429, 408, 409, 5xx,
-timeouts and connection errors; a failure after the last try is a recorded
-:class:`Reply` error, never a crash; 401/403/404 are a :class:`ModelError`
-(wrong model, URL or key). The API key is read from the environment only.
+timeouts and connection errors; a server's ``Retry-After`` (or
+``retry-after-ms``) is honoured, capped at :data:`MAX_RETRY_AFTER_S`; a failure
+after the last try is a recorded :class:`Reply` error, never a crash;
+401/403/404 are a :class:`ModelError` (wrong model, URL or key). The API key is
+read from the environment only, and every error text is passed through
+:func:`ecgtrace.redact.redact` first (servers echo keys back in 401s and 500s).
 """
 
 from __future__ import annotations
 
 import asyncio
+import email.utils
 import functools
+import math
 import os
 import time
 from typing import Any
@@ -17,8 +22,11 @@ from typing import Any
 from ecgtrace.agents.exam.examinees.base import Backend, Examinee, ExamineeOptions, Reply
 from ecgtrace.agents.exam.examinees.chat_model import reply_from_message
 from ecgtrace.errors import ModelError
+from ecgtrace.redact import redact, register_secret
 
 _FATAL_STATUS = (401, 403, 404)
+#: A server's Retry-After is followed up to this many seconds (a longer wait is shortened to it).
+MAX_RETRY_AFTER_S = 60.0
 
 
 @functools.lru_cache(maxsize=1)
@@ -61,11 +69,61 @@ def _is_transient(exc: BaseException) -> bool:
 
 
 def _describe(exc: BaseException) -> str:
-    """``RateLimitError 429: message``, naming the openai SDK class (langchain wraps them)."""
+    """``RateLimitError 429: message``, naming the openai SDK class (langchain wraps them); credentials redacted."""
     name = next((k.__name__ for k in type(exc).__mro__ if k.__module__.startswith(("openai", "httpx"))), type(exc).__name__)
     status = getattr(exc, "status_code", None)
-    text = str(exc).splitlines()[0] if str(exc) else ""
+    text = redact(str(exc)).splitlines()[0] if str(exc) else ""
     return f"{name}{f' {status}' if status else ''}: {text[:200]}"
+
+
+def retry_after_s(exc: BaseException | None) -> float | None:
+    """The wait a server asked for in its ``retry-after-ms`` or ``Retry-After`` header (seconds or an HTTP date), capped."""
+    headers = getattr(getattr(exc, "response", None), "headers", None)
+    if not headers:
+        return None
+    wait: float | None = None
+    try:
+        if headers.get("retry-after-ms"):
+            wait = float(headers["retry-after-ms"]) / 1000.0
+        elif headers.get("retry-after"):
+            value = headers["retry-after"].strip()
+            try:
+                wait = float(value)
+            except ValueError:
+                when = email.utils.parsedate_to_datetime(value)
+                wait = when.timestamp() - time.time()
+    except (TypeError, ValueError, OverflowError):
+        return None
+    if wait is None or not math.isfinite(wait):
+        return None
+    return min(max(wait, 0.0), MAX_RETRY_AFTER_S)
+
+
+class _WaitRetryAfter:
+    """tenacity wait: the server's Retry-After when it sent one, else ``fallback`` (exponential backoff with jitter)."""
+
+    def __init__(self, fallback: Any) -> None:
+        self.fallback = fallback
+
+    def __call__(self, retry_state: Any) -> float:
+        outcome = retry_state.outcome
+        asked = retry_after_s(outcome.exception() if outcome is not None and outcome.failed else None)
+        return asked if asked is not None else self.fallback(retry_state)
+
+
+def text_parts_joined(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The messages with each all-text content list sent as one string (image parts keep the list form).
+
+    OpenAI's API takes either form, but some compatible servers (llama-cpp-python's
+    chat templates, among them SmolLM2's) answer HTTP 500 to a list of text parts.
+    """
+    out = []
+    for message in messages:
+        content = message.get("content")
+        if isinstance(content, list) and content and all(isinstance(p, dict) and p.get("type") == "text" for p in content):
+            message = {**message, "content": "\n\n".join(str(p.get("text", "")) for p in content)}
+        out.append(message)
+    return out
 
 
 class OpenAIExaminee(Examinee):
@@ -97,6 +155,11 @@ class OpenAIExaminee(Examinee):
             raise ModelError("openai:<model> needs a model name, e.g. openai:gpt-4o")
         if not os.environ.get(api_key_env) and base_url is None:
             raise ModelError(f"environment variable {api_key_env} is not set (it must hold the API key)")
+        if not (math.isfinite(float(timeout_s)) and float(timeout_s) > 0):
+            raise ModelError(f"the request timeout must be a positive number of seconds, got {timeout_s!r}")
+        if not (math.isfinite(float(backoff_s)) and float(backoff_s) >= 0):
+            raise ModelError(f"the retry backoff must be a number of seconds >= 0, got {backoff_s!r}")
+        register_secret(os.environ.get(api_key_env))  # whatever a server echoes of it is masked before it is shown or stored
         self.name = f"openai:{model}"
         self.model = model
         self.base_url = base_url
@@ -142,7 +205,7 @@ class OpenAIExaminee(Examinee):
         llm, semaphore = self._bind()
         async with semaphore:
             started = time.perf_counter()
-            message = await llm.ainvoke(messages)
+            message = await llm.ainvoke(text_parts_joined(messages))
             return message, (time.perf_counter() - started) * 1000
 
     def preflight(self) -> str:
@@ -161,7 +224,7 @@ class OpenAIExaminee(Examinee):
         try:
             async for attempt in AsyncRetrying(
                 stop=stop_after_attempt(self.max_attempts),
-                wait=wait_exponential_jitter(multiplier=self.backoff_s, max=30.0, jitter=self.backoff_s),
+                wait=_WaitRetryAfter(wait_exponential_jitter(multiplier=self.backoff_s, max=30.0, jitter=self.backoff_s)),
                 retry=retry_if_exception(_is_transient),
                 reraise=True,
             ):

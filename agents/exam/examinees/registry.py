@@ -101,8 +101,11 @@ def describe_specs(*, plugins: bool = False) -> str:
 
 def make_examinee(spec: str, *, seed: int = 0, base_url: str | None = None, api_key_env: str = "OPENAI_API_KEY",
                   timeout_s: float = 120.0, concurrency: int = 8, max_attempts: int = 4, backoff_s: float = 1.0,
-                  max_tokens: int | None = None, temperature: float | None = None) -> Examinee:
+                  max_tokens: int | None = None, temperature: float | None = None, max_reply_chars: int | None = None) -> Examinee:
     """Build an examinee from ``--model`` (see the module docstring for where names come from).
+
+    ``max_reply_chars`` (default :data:`~ecgtrace.agents.exam.examinees.base.MAX_REPLY_CHARS`):
+    how much of each reply a run keeps and sends back in later turns.
 
     Raises:
         ModelError: unknown name, an argument where none is taken, or a plugin that fails to load.
@@ -116,4 +119,6 @@ def make_examinee(spec: str, *, seed: int = 0, base_url: str | None = None, api_
     examinee = backend.factory(argument if colon else None, options)
     if not isinstance(examinee, Examinee):
         raise ModelError(f"examinee backend {name!r} returned {type(examinee).__name__}, not an Examinee")
+    if max_reply_chars is not None:
+        examinee.max_reply_chars = int(max_reply_chars)
     return examinee

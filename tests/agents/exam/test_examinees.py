@@ -232,3 +232,16 @@ def test_a_langchain_chat_model_is_an_examinee():
     assert isinstance(examinee, ChatModelExaminee) and as_examinee(examinee) is examinee
     reply = run(examinee.answer(MESSAGES, TURN))
     assert reply.raw == "B. No" and reply.error is None and reply.latency_ms >= 0
+
+
+def test_text_only_content_goes_out_as_one_string(mock_server):
+    """llama-cpp-python's chat templates answer HTTP 500 to a list of text parts: an all-text message is sent as a string."""
+    server = mock_server("B")
+    examinee = OpenAIExaminee("m", base_url=server.url, max_attempts=1, timeout_s=5)
+    text_only = [{"role": "system", "content": "sys"},
+                 {"role": "user", "content": [{"type": "text", "text": "ECG signal (text): 1 2 3"}, {"type": "text", "text": "How many PVCs?"}]}]
+    assert run(examinee.answer(text_only, TURN)).raw == "B"
+    assert run(examinee.answer(MESSAGES, TURN)).raw == "B"
+    sent_text, sent_image = server.requests[0]["messages"], server.requests[1]["messages"]
+    assert sent_text[1]["content"] == "ECG signal (text): 1 2 3\n\nHow many PVCs?"
+    assert isinstance(sent_image[1]["content"], list) and [p["type"] for p in sent_image[1]["content"]] == ["text", "image_url", "text"]
