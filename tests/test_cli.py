@@ -71,15 +71,11 @@ def test_audit_and_qa_eval_share_their_model_options():
 
 
 def test_qa_eval_sends_temperature_and_keeps_backoff_as_a_setting(tmp_path, monkeypatch):
-    import shutil
-    from pathlib import Path
-
     from tests.support.mock_openai import MockOpenAI, fixed
 
-    fixtures = Path(__file__).resolve().parent / "fixtures"
-    (tmp_path / "ds").mkdir()
-    shutil.copy(fixtures / "qa_small.jsonl", tmp_path / "ds" / "qa.jsonl")
-    shutil.copytree(fixtures / "qa_assets", tmp_path / "ds" / "qa_assets")
+    from tests.support.qa_items import copy_small_qa
+
+    copy_small_qa(tmp_path / "ds")
     base = ["qa-eval", str(tmp_path / "ds"), "--model", "openai:mock", "--modality", "text", "--limit", "2", "--quiet"]
     with MockOpenAI(fixed("A")) as server:
         assert main([*base, "--base-url", server.url, "--run", str(tmp_path / "warm"), "--temperature", "0.3",

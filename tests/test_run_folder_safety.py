@@ -34,10 +34,9 @@ def _audit_set(folder: Path) -> Path:
 
 
 def _qa_set(folder: Path) -> Path:
-    folder.mkdir(parents=True)
-    shutil.copy(FIXTURES / "qa_small.jsonl", folder / "qa.jsonl")
-    shutil.copytree(FIXTURES / "qa_assets", folder / "qa_assets")
-    return folder
+    from tests.support.qa_items import copy_small_qa
+
+    return copy_small_qa(folder)
 
 
 def _audit(dataset: Path, run: Path, *extra: str) -> int:

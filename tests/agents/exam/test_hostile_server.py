@@ -6,7 +6,6 @@ The server is :mod:`tests.support.hostile_openai`; every answer is scripted here
 from __future__ import annotations
 
 import json
-import shutil
 import time
 from pathlib import Path
 
@@ -16,7 +15,6 @@ from ecgtrace.cli import main
 from tests.support.audit_items import write_audit
 from tests.support.hostile_openai import HostileServer, Response, chat, echo_key_401, echo_key_500, error
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 SECRET = "sk-test-TOPSECRET-0123456789abcdef"
 
 
@@ -27,11 +25,9 @@ def key(monkeypatch):
 
 
 def _qa_dataset(tmp_path: Path) -> Path:
-    folder = tmp_path / "qa"
-    folder.mkdir()
-    shutil.copy(FIXTURES / "qa_small.jsonl", folder / "qa.jsonl")
-    shutil.copytree(FIXTURES / "qa_assets", folder / "qa_assets")
-    return folder
+    from tests.support.qa_items import copy_small_qa
+
+    return copy_small_qa(tmp_path / "qa")
 
 
 def _exam(command: str, dataset: Path, server: HostileServer, run: Path, *extra: str) -> int:

@@ -25,11 +25,9 @@ SENTINEL = "sk-SENTINEL-qa-7d2e-never-on-disk"
 
 @pytest.fixture()
 def dataset(tmp_path: Path) -> Path:
-    folder = tmp_path / "ds"
-    folder.mkdir()
-    shutil.copy(FIXTURES / "qa_small.jsonl", folder / "qa.jsonl")
-    shutil.copytree(FIXTURES / "qa_assets", folder / "qa_assets")
-    return folder
+    from tests.support.qa_items import copy_small_qa
+
+    return copy_small_qa(tmp_path / "ds")
 
 
 def _question_of(body: dict) -> str:
