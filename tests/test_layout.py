@@ -76,3 +76,18 @@ def test_import_direction() -> None:
             if name == lower or name.startswith(lower + "."):
                 bad += [f"{name} imports {t}" for t in _imports(name, path) if any(t == b or t.startswith(b + ".") for b in banned)]
     assert not bad, "; ".join(sorted(bad))
+
+
+def test_every_package_folder_is_shipped():
+    """pyproject lists packages by hand (package-dir maps five roots): a subpackage left out works in an editable
+    install and is missing from a wheel. Every folder with an ``__init__.py`` must be listed."""
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["packages"])
+    found = set()
+    for folder, pkg in ROOTS.items():
+        for init in (ROOT / folder).rglob("__init__.py"):
+            if ".venv" in init.parts:
+                continue
+            found.add(".".join([pkg, *init.parent.relative_to(ROOT / folder).parts]))
+    assert not found - listed, f"packages missing from pyproject.toml's [tool.setuptools] packages: {sorted(found - listed)}"
