@@ -58,6 +58,13 @@ OPEN_HINTS: dict[str, str] = {
 PROMPT_KEEP_CHARS = 4000
 
 ExamItem = AuditItem | QAItem
+
+
+def text_only_as_string(parts: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
+    """Content parts that are all text as one string (joined by a blank line); content with an image stays a list."""
+    if all(isinstance(p, dict) and p.get("type") == "text" for p in parts):
+        return "\n\n".join(str(p.get("text", "")) for p in parts)
+    return parts
 #: Re-exported: the asset resolver and readers live in :mod:`ecgtrace.agents.exam.asset_files`.
 __all__ = ["AUDIT", "DATASET", "QA", "Layout", "asset_text", "build_messages", "check_modality", "closed_prompt", "dataset_messages",
            "dataset_prompt", "ecg_content", "ecg_intro", "ecg_parts", "exam_item", "image_data_uri", "lettered_answer", "option_lines",
@@ -242,9 +249,7 @@ def request_messages(layout: Layout, base_dir: str | Path, modality: str, *, tex
                       encoding=encoding)
     if not layout.prompt_first:
         parts.append({"type": "text", "text": first})
-    content: Any = parts
-    if layout.text_as_string and all(p["type"] == "text" for p in parts):
-        content = "\n\n".join(p["text"] for p in parts)
+    content: Any = text_only_as_string(parts) if layout.text_as_string else parts
     system = layout.system_prompt
     if system and layout.paper_note and images and modality in ("image", "both"):
         from ecgtrace.tools.render import PAPER_NOTE

@@ -21,6 +21,7 @@ from typing import Any
 
 from ecgtrace.agents.exam.examinees.base import Backend, Examinee, ExamineeOptions, Reply
 from ecgtrace.agents.exam.examinees.chat_model import reply_from_message
+from ecgtrace.agents.exam.messages import text_only_as_string
 from ecgtrace.errors import ModelError
 from ecgtrace.redact import redact, register_secret
 
@@ -112,18 +113,13 @@ class _WaitRetryAfter:
 
 
 def text_parts_joined(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The messages with each all-text content list sent as one string (image parts keep the list form).
+    """The messages with each all-text content list sent as one string (:func:`text_only_as_string`).
 
     OpenAI's API takes either form, but some compatible servers (llama-cpp-python's
-    chat templates, among them SmolLM2's) answer HTTP 500 to a list of text parts.
+    chat templates, among them SmolLM2's) answer HTTP 500 to a list of text parts,
+    and datasets store QA messages as parts.
     """
-    out = []
-    for message in messages:
-        content = message.get("content")
-        if isinstance(content, list) and content and all(isinstance(p, dict) and p.get("type") == "text" for p in content):
-            message = {**message, "content": "\n\n".join(str(p.get("text", "")) for p in content)}
-        out.append(message)
-    return out
+    return [{**m, "content": text_only_as_string(m["content"])} if isinstance(m.get("content"), list) else m for m in messages]
 
 
 class OpenAIExaminee(Examinee):
