@@ -21,7 +21,6 @@ from typing import Any
 
 from ecgtrace.agents.exam.examinees.base import Backend, Examinee, ExamineeOptions, Reply
 from ecgtrace.agents.exam.examinees.chat_model import reply_from_message
-from ecgtrace.agents.exam.messages import text_only_as_string
 from ecgtrace.errors import ModelError
 from ecgtrace.redact import redact, register_secret
 
@@ -119,6 +118,8 @@ def text_parts_joined(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     chat templates, among them SmolLM2's) answer HTTP 500 to a list of text parts,
     and datasets store QA messages as parts.
     """
+    from ecgtrace.agents.exam.messages import text_only_as_string  # here: `ecgtrace --help` must not load numpy
+
     return [{**m, "content": text_only_as_string(m["content"])} if isinstance(m.get("content"), list) else m for m in messages]
 
 
