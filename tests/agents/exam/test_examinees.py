@@ -185,7 +185,7 @@ def test_a_plugin_factory_or_a_broken_plugin(monkeypatch):
     with pytest.raises(ModelError, match="neither a Backend nor a factory"):
         make_examinee("odd")
     assert isinstance(make_examinee("oracle"), OracleExaminee)  # a plugin cannot take over a built-in name
-    with pytest.raises(ModelError, match=r"unknown model 'nobody': use openai:<model>, oracle, random, prior, human, bare, broken or odd"):
+    with pytest.raises(ModelError, match=r"unknown model 'nobody': use openai:<model>, langchain-openai:<model>, oracle, random, prior, human, bare, broken or odd"):
         make_examinee("nobody")
 
 
@@ -216,10 +216,11 @@ def test_help_lists_the_registered_names_without_scanning_plugins(monkeypatch):
     from ecgtrace.cli import build_parser
 
     calls = _entry_points(monkeypatch, ("echo", "tests.support.fake_examinee:BACKEND"))
-    assert describe_specs() == "openai:<model>, oracle, random, prior or human"
+    assert describe_specs() == "openai:<model>, langchain-openai:<model>, oracle, random, prior or human"
     text = build_parser().format_help() + "".join(
         action.choices[name].format_help() for action in build_parser()._subparsers._group_actions for name in ("audit", "qa-eval"))
-    assert "openai:<model>, oracle, random, prior or human" in text and calls == []
+    # argparse wraps help lines: compare with the whitespace collapsed
+    assert "openai:<model>, langchain-openai:<model>, oracle, random, prior or human" in " ".join(text.split()) and calls == []
 
 
 def test_a_langchain_chat_model_is_an_examinee():
