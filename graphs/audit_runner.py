@@ -37,28 +37,72 @@ from ecgtrace.tools.text_encodings import RAW, EncodingError, TextEncoding
 BUSY_TIMEOUT_MS = 30_000
 
 
+def _inline_saver_class() -> type:
+    """``SqliteSaver`` whose async methods run its sync ones on the event loop's thread (built on first use:
+    importing langgraph's SQLite module is deferred like every other heavy import here)."""
+    global _INLINE_SAVER
+    if _INLINE_SAVER is not None:
+        return _INLINE_SAVER
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    class InlineSqliteSaver(SqliteSaver):
+        """LangGraph's SQLite checkpointer (same tables, same file), called inline instead of through aiosqlite.
+
+        ``AsyncSqliteSaver`` sends every statement to a helper thread and back
+        (about 18 thread hops per turn, most of the harness's checkpoint cost);
+        a checkpoint write here is one ``INSERT`` plus a WAL commit of a few
+        microseconds on the loop's own thread. The commit happens before the
+        next turn is asked, so a ``kill -9`` loses at most the turn in flight
+        (the WAL is in the OS's page cache by then; ``synchronous=NORMAL``
+        only gives up durability against power loss, as before).
+        """
+
+        async def aget_tuple(self, config: Any) -> Any:
+            return self.get_tuple(config)
+
+        async def alist(self, config: Any, *, filter: dict[str, Any] | None = None, before: Any = None,  # noqa: A002
+                        limit: int | None = None):  # noqa: ANN201 - an async iterator
+            for item in self.list(config, filter=filter, before=before, limit=limit):
+                yield item
+
+        async def aput(self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
+            return self.put(config, checkpoint, metadata, new_versions)
+
+        async def aput_writes(self, config: Any, writes: Any, task_id: str, task_path: str = "") -> None:
+            self.put_writes(config, writes, task_id, task_path)
+
+        async def adelete_thread(self, thread_id: str) -> None:
+            self.delete_thread(thread_id)
+
+        async def aget_delta_channel_history(self, *, config: Any, channels: Any) -> Any:
+            return self.get_delta_channel_history(config=config, channels=channels)
+
+    _INLINE_SAVER = InlineSqliteSaver
+    return InlineSqliteSaver
+
+
+_INLINE_SAVER: type | None = None
+
+
 @asynccontextmanager
 async def sqlite_checkpointer(path: str | Path):
-    """One ``AsyncSqliteSaver`` per file, WAL journal, busy timeout.
+    """One SQLite checkpointer per file (:func:`_inline_saver_class`), WAL journal, busy timeout.
 
     A file that is not a SQLite database (corrupt, or something else under
     that name) is a :class:`~ecgtrace.errors.RunError` saying what to do.
     """
     import sqlite3
 
-    import aiosqlite
-    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
-
     from ecgtrace.errors import RunError
 
-    conn = await aiosqlite.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000)
+    conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
     try:
         try:
-            await conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-            await conn.execute("PRAGMA journal_mode=WAL")
-            await conn.execute("PRAGMA synchronous=NORMAL")
-            saver = AsyncSqliteSaver(conn)
-            await saver.setup()
+            conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            saver = _inline_saver_class()(conn)
+            saver.setup()
         except sqlite3.DatabaseError as exc:
             if "disk is full" in str(exc) or "readonly" in str(exc):
                 raise
@@ -66,7 +110,7 @@ async def sqlite_checkpointer(path: str | Path):
                            "samples again from their first turn (finished ones are in samples.jsonl)") from None
         yield saver
     finally:
-        await conn.close()
+        conn.close()
 
 
 async def shrink_checkpoints(saver: Any) -> None:
@@ -75,10 +119,11 @@ async def shrink_checkpoints(saver: Any) -> None:
     Deleting a finished sample's thread only marks its pages free; without
     this the file keeps the size of every turn ever checkpointed.
     """
-    conn = saver.conn
-    await conn.commit()
-    await conn.execute("VACUUM")
-    await conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    with saver.lock:
+        conn = saver.conn
+        conn.commit()
+        conn.execute("VACUUM")
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
 
 def sample_row(item: AuditItem, values: dict[str, Any], epoch: int = 0) -> dict[str, Any]:
