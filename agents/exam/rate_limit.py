@@ -73,6 +73,14 @@ class Buckets:
         self.tokens = TokenBucket(max_tpm) if max_tpm else None
         self._lock = threading.Lock()  # a manager or actor may serve callers from several threads
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Picklable (a shard worker gets a copy; a shared budget lives in one place instead): the lock is not sent."""
+        return {k: v for k, v in self.__dict__.items() if k != "_lock"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
     def reserve(self, tokens: float, now_s: float) -> float:
         """Book one request of ``tokens`` tokens at ``now_s``; the seconds to wait (the longer of the two buckets')."""
         with self._lock:

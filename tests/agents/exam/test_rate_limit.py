@@ -135,6 +135,17 @@ def test_the_examinee_books_every_try_and_settles_each_answer(examinee_class):
         assert reply.usage["total_tokens"] > 0
 
 
+def test_an_examinee_with_limits_pickles_for_a_shard_worker():
+    import pickle
+
+    examinee = make_examinee("openai:m", base_url="http://127.0.0.1:9/v1", max_rpm=60)
+    asyncio.run(examinee.limiter.acquire(1))
+    copy = pickle.loads(pickle.dumps(examinee))
+    assert copy.name == "openai:m" and copy.limiter.max_rpm == 60 and copy._client is None
+    assert copy.limiter.buckets.requests.tat_s == examinee.limiter.buckets.requests.tat_s  # the budget spent so far goes along
+    assert asyncio.run(copy.limiter.acquire(1)) >= 0.0  # and its lock works
+
+
 def test_max_rpm_and_max_tpm_reach_the_examinee_and_the_run_settings(tmp_path, capsys):
     examinee = make_examinee("openai:m", base_url="http://127.0.0.1:9/v1", max_rpm=30, max_tpm=10_000)
     assert (examinee.limiter.max_rpm, examinee.limiter.max_tpm) == (30, 10_000)
