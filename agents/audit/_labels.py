@@ -7,7 +7,8 @@ Sources, by record kind:
 * ``ptbxl``: ``ptbxl_database.csv`` SCP codes of human-validated records
   (likelihood 100 for diagnostic statements; any mention of a rhythm/form
   statement) and the ``heart_axis`` column;
-* ``ludb``: ``ludb.csv`` diagnoses (or the header's diagnosis comments);
+* ``ludb``: ``ludb.csv`` diagnoses (or the header's diagnosis comments), and the
+  rate from LUDB's own QRS marks for statements whose cut-offs are not the graph's;
 * ``cinc``: SNOMED CT codes of the header's ``#Dx:`` line.
 
 :meth:`RecordLabels.label` answers True, False or None (ambiguous: the window
