@@ -54,15 +54,14 @@ def run(args: argparse.Namespace) -> int:
     import asyncio
     from pathlib import Path
 
-    from ecgtrace.agents.exam.messages import check_modality
-    from ecgtrace.agents.probe.builder import build_probe_set, check_kinds, identity
-    from ecgtrace.commands._exam_run import announce, finish, prepare_run
+    from ecgtrace.agents.probe.builder import check_kinds, identity
+    from ecgtrace.commands._exam_run import announce, finish
     from ecgtrace.commands._model_options import (ask_at_terminal, check_model_options, make_model, pricing_of, prompt_budget_of,
-                                                  report_skipped, run_settings, run_with_progress, text_encoding_of)
+                                                  report_skipped, run_with_progress, text_encoding_of)
     from ecgtrace.commands._output import make_console
     from ecgtrace.contracts.runs import sample_key
     from ecgtrace.errors import EcgTraceError
-    from ecgtrace.graphs.probe_runner import load_probe_set, run_probe, select_originals
+    from ecgtrace.graphs.probe_runner import run_probe
 
     check_model_options(args)
     for name, value in (("--max-per-group", args.max_per_group), ("--originals", args.originals)):
@@ -76,19 +75,9 @@ def run(args: argparse.Namespace) -> int:
     probe_ident = identity(args.dataset, kinds=kinds, seed=args.probe_seed, max_per_group=args.max_per_group, limit=args.originals, only=only)
     console = make_console(stderr=True)
     examinee = make_model(args)
-    folder = Path(args.probe_set) if args.probe_set else Path(args.run) / "probe-set"
-    with console.status(f"building the counterfactual set in {folder} (reused when it exists) ...") as status:
-        build_probe_set(args.dataset, folder, kinds=kinds, seed=args.probe_seed, max_per_group=args.max_per_group, limit=args.originals, only=only,
-                        progress=None if args.quiet else lambda text: status.update(f"counterfactuals: {text}"))
-    probe = load_probe_set(folder)
-    entries = probe.entries(chosen=select_originals(probe, seed=args.seed, limit=args.limit, sample_ids=args.sample_id))
-    if not entries:
-        raise EcgTraceError(f"{folder}: no counterfactual was kept (see {folder / 'pairs.jsonl'} for why each was dropped)")
-    for entry in entries:
-        check_modality(entry.item, probe.root, args.modality)
+    prepared, probe, entries = _open_and_build(args, identity_of(probe_ident, args), examinee, console,
+                                               dict(kinds=kinds, seed=args.probe_seed, max_per_group=args.max_per_group, limit=args.originals, only=only))
     ids = {sample_key(e.id, epoch) for epoch in range(args.epochs) for e in entries}
-    prepared = prepare_run(args, identity_of(probe_ident, args), run_settings(args, args.dataset, probe_set=args.probe_set), kind="probe",
-                           item_ids=ids, examinees=[("model", examinee)])
     announce(prepared, args, len(ids), console)
     budget = prompt_budget_of(args, examinee) if prepared.todo else None  # asks the server for its context: only when needed
 
@@ -102,6 +91,46 @@ def run(args: argparse.Namespace) -> int:
     report_skipped(results, console)  # an error when nothing was asked
     return finish(prepared, ids, results, args, console, lambda res, title: print_results(res, title=title, everything=args.all),
                   f"{args.model} - {args.modality}")
+
+
+def _open_and_build(args: argparse.Namespace, ident: dict, examinee, console, build: dict):  # noqa: ANN001, ANN202
+    """``(prepared run, probe set, entries)``: the set built (or reused) and the run opened after the endpoint check.
+
+    A set that goes into a new run folder (no ``--probe-set``) needs the folder first, so the run is opened
+    (after the endpoint check) before the set is built; otherwise the set comes first and the run is opened
+    knowing every sample it covers, so a finished run needs no server.
+    """
+    import dataclasses
+    from pathlib import Path
+
+    from ecgtrace.agents.exam.messages import check_modality
+    from ecgtrace.agents.probe.builder import build_probe_set
+    from ecgtrace.commands._exam_run import prepare_run
+    from ecgtrace.commands._model_options import run_settings
+    from ecgtrace.contracts.runs import sample_key
+    from ecgtrace.errors import EcgTraceError
+    from ecgtrace.graphs.probe_runner import load_probe_set, select_originals
+    from ecgtrace.runlog import HEADER
+
+    settings = run_settings(args, args.dataset, probe_set=args.probe_set)
+    folder = Path(args.probe_set) if args.probe_set else Path(args.run) / "probe-set"
+    prepared = None
+    if args.probe_set is None and not (Path(args.run) / HEADER).is_file():
+        prepared = prepare_run(args, ident, settings, kind="probe", item_ids={"(probe set not built yet)"}, examinees=[("model", examinee)])
+    with console.status(f"building the counterfactual set in {folder} (reused when it exists) ...") as status:
+        build_probe_set(args.dataset, folder, **build, progress=None if args.quiet else lambda text: status.update(f"counterfactuals: {text}"))
+    probe = load_probe_set(folder)
+    entries = probe.entries(chosen=select_originals(probe, seed=args.seed, limit=args.limit, sample_ids=args.sample_id))
+    if not entries:
+        raise EcgTraceError(f"{folder}: no counterfactual was kept (see {folder / 'pairs.jsonl'} for why each was dropped)")
+    for entry in entries:
+        check_modality(entry.item, probe.root, args.modality)
+    ids = {sample_key(e.id, epoch) for epoch in range(args.epochs) for e in entries}
+    if prepared is None:
+        prepared = prepare_run(args, ident, settings, kind="probe", item_ids=ids, examinees=[("model", examinee)])
+    else:
+        prepared = dataclasses.replace(prepared, todo=len(ids), done_before=0)
+    return prepared, probe, entries
 
 
 #: The metrics of a probe table, in row order: (key, name).

@@ -274,3 +274,16 @@ def test_probe_prices_go_into_the_usage_block(dataset, probe_set, tmp_path) -> N
     usage = json.loads((tmp_path / "r" / "results.json").read_text())["usage"]
     assert usage["per_model"]["oracle"]["price_per_1m_usd"] == {"in": 2.5, "out": 10.0}
     assert usage["requests"] > 0 and usage["without_usage"] == usage["requests"]  # the oracle sends no usage: counted, never guessed
+
+
+def test_a_probe_set_built_inside_a_new_run_folder_is_reused_on_resume(dataset, tmp_path, capsys) -> None:
+    from ecgtrace.cli import main
+
+    argv = ["probe", str(dataset), "--model", "oracle", "--modality", "text", "--run", str(tmp_path / "r"), "--kinds", "control",
+            "--only", "pvc", "--max-per-group", "1", "--quiet", "--json"]
+    assert main(argv) == 0
+    first = json.loads(capsys.readouterr().out)
+    assert (tmp_path / "r" / "probe-set" / "pairs.jsonl").is_file() and first["n_finished"] == first["n_items"] > 0
+    lines = (tmp_path / "r" / "samples.jsonl").read_text()
+    assert main(argv) == 0 and (tmp_path / "r" / "samples.jsonl").read_text() == lines  # resumed: nothing asked again
+    assert json.loads(capsys.readouterr().out)["overall"] == first["overall"]
