@@ -16,8 +16,11 @@
   ========================================  =====================================================
 
 * ``move``: the only ectopic beat of a PVC or PAC window moved to the place of
-  a normal beat offered as a decoy of its wave question (no timing shift, so
-  every other option keeps its meaning);
+  a normal beat offered as a decoy of its wave questions (the places most of
+  them offer first; a question that does not offer the new place is left out
+  of the pair, with why). A PAC's two timing shifts must cancel, and the
+  options between its two places slide with the signal (:func:`shift_harm`);
+  a place whose seam shows above the noise is passed over for the next;
 * ``control``: one normal beat, away from any ectopic beat, replaced by the
   window's median normal beat.
 
