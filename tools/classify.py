@@ -313,11 +313,10 @@ def _decide(feats, beats, fs_hz, af_mask, artifact_spans, n_templates, params, f
         & (feats["width_ratio"] >= r["width_ratio_min"])
         & (feats["corr_qrs_mean"] < r["corr_qrs_mean_max"])
         & (feats["noise_ratio"] < r["noise_ratio_max"])
-    )
-    if r.get("clu_prematurity_min") is not None:
         # ectopic timing of the beat's look-alikes: a cluster of wide beats that come on time
         # (intermittent bundle-branch block, 2:1 conduction) is conduction, not ventricular ectopy
-        wide_v &= (feats["clu_prematurity"] >= r["clu_prematurity_min"]) | (feats["clu_compensatory_ratio"] >= r["clu_compensatory_min"])
+        & ((feats["clu_prematurity"] >= r["clu_prematurity_min"]) | (feats["clu_compensatory_ratio"] >= r["clu_compensatory_min"]))
+    )
     labels = np.where(wide_v & ((labels == "N") | (labels == "S")), "V", labels)
     labels = np.where(in_artifact | no_signal, "Q", labels).astype("<U1")
     out = dict(feats)
