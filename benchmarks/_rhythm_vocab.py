@@ -104,16 +104,18 @@ def _same(kinds: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
 
 def detected_events(record_path: Path, *, signal_waves: bool = True) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Events from the signal alone: detected beats, classes, P-wave presence and (optionally) wave spans."""
-    from ecgtrace.tools._rhythm_waves import ventricular_wave_spans
     from ecgtrace.tools.beats import detect_beats
     from ecgtrace.tools.classify import classify_beats
+    from ecgtrace.tools.rhythm_signal import signal_event_inputs
 
     table = detect_beats(record_path, workers=2)
     spans = [(int(a), int(b)) for a, b in table.artifact_spans]
     bc = classify_beats(record_path, table.samples, table.fs_hz, artifact_spans=spans)
-    waves = ventricular_wave_spans(record_path, spans) if signal_waves else []
-    events = detect_events(table.samples, bc.classes, table.fs_hz, artifact_spans=spans, p_wave_present=bc.features["p_wave_present"], rhythm_spans=waves)
-    return events, {"n_beats": int(table.samples.size), "waves": len(waves)}
+    inputs = signal_event_inputs(record_path, table.samples, bc.classes, artifact_spans=spans, p_wave_present=bc.features["p_wave_present"])
+    kwargs = inputs["kwargs"] if signal_waves else {**inputs["kwargs"], "rhythm_spans": []}
+    events = detect_events(table.samples, bc.classes, table.fs_hz, artifact_spans=spans, **kwargs)
+    return events, {"n_beats": int(table.samples.size), "waves": len(kwargs["rhythm_spans"]), "p_wave_status": inputs["provenance"]["p_wave_status"],
+                    "n_p_waves": int(inputs["p_waves"].p_samples.size), "extra": [c.get("extra_p_share") for c in inputs["p_waves"].chunks]}
 
 
 def synthetic_section(hours: float, seed: int, detected: bool) -> list[Table]:
@@ -129,7 +131,7 @@ def synthetic_section(hours: float, seed: int, detected: bool) -> list[Table]:
         tables.append(score_table(f"synthetic holtercare {hours:g} h seed {seed} (untuned): events from the .atr reference (beats, symbols, P marks, notes)", episode_scores(ref, events, kinds)))
         if detected:
             ev, info = detected_events(synth.record_path)
-            tables.append(score_table(f"synthetic holtercare {hours:g} h seed {seed}: events from the SIGNAL ({info['n_beats']} detected beats, {info['waves']} wave spans; no P marks: AV block not expected)",
+            tables.append(score_table(f"synthetic holtercare {hours:g} h seed {seed}: events from the SIGNAL ({info['n_beats']} detected beats, {info['waves']} wave spans, {info['n_p_waves']} detected P waves)",
                                       episode_scores(ref, ev, kinds)))
     return tables
 

@@ -49,7 +49,7 @@ from ecgtrace.tools._rhythm_conduction import DEFAULT_CONDUCTION_PARAMS, conduct
 from ecgtrace.tools._rhythm_escape import DEFAULT_ESCAPE_PARAMS, escape_events
 from ecgtrace.tools.af import AfResult, _runs, as_beat_samples, detect_af
 
-RHYTHM_VERSION = "1.0"
+RHYTHM_VERSION = "1.1"
 
 DEFAULT_RHYTHM_PARAMS: dict[str, Any] = {
     "vt_min_rate_bpm": 100.0,
@@ -203,6 +203,7 @@ def detect_events(
     p_wave_samples: np.ndarray | None = None,
     blocked_pac_samples: np.ndarray | None = None,
     rhythm_spans: Sequence[dict[str, Any]] = (),
+    conduction_beat_samples: np.ndarray | None = None,
     **thresholds: Any,
 ) -> list[dict[str, Any]]:
     """Detect rhythm events in a classified beat stream.
@@ -231,6 +232,8 @@ def detect_events(
         rhythm_spans: Episodes known from elsewhere, ``{kind, onset_sample,
             offset_sample}`` with kind in :data:`SPAN_KINDS` (rhythm notes, or a
             wave detector): emitted as events; no pause or asystole inside VF/VFL.
+        conduction_beat_samples: Per beat, the R fiducial PR is measured to (e.g.
+            :attr:`ecgtrace.tools.holter_p.PWaves.r_fiducial`); default ``beat_samples``.
         **thresholds: Overrides of :data:`DEFAULT_RHYTHM_PARAMS`.
 
     Returns:
@@ -277,7 +280,14 @@ def detect_events(
     events += _pause_events(samples, spans, no_qrs, fs_hz, p, prov)
     events += _span_events(samples, known, fs_hz, prov)
     if p_wave_samples is not None or blocked_pac_samples is not None:
-        events += _conduction(samples, p_wave_samples, blocked_pac_samples, af_mask | in_span, fs_hz, p, prov)
+        fiducial = samples if conduction_beat_samples is None else np.asarray(conduction_beat_samples, dtype=np.int64)
+        if fiducial.size != samples.size:
+            raise ValueError(f"conduction_beat_samples has {fiducial.size} entries for {samples.size} beats")
+        events += _conduction(samples, fiducial, p_wave_samples, blocked_pac_samples, af_mask | in_span, fs_hz, p, prov)
+    # in complete AV block the narrow escape rhythm is part of the block, not a separate junctional rhythm
+    avb3 = [(e["onset_sample"], e["offset_sample"]) for e in events if e["kind"] == "avb3"]
+    if avb3:
+        events = [e for e in events if not (e["kind"] in ("junctional_rhythm", "junctional_escape") and _overlaps_any(e["onset_sample"], e["offset_sample"], avb3))]
     # beats of flutter, AV block, escape beats and rhythms are not sinus beats, whatever their class
     not_sinus = af_mask | in_span
     for e in events:
@@ -333,10 +343,10 @@ def _span_events(samples: np.ndarray, known: Sequence[dict[str, Any]], fs_hz: fl
     return out
 
 
-def _conduction(samples: np.ndarray, p_waves: np.ndarray | None, blocked: np.ndarray | None, no_p_expected: np.ndarray, fs_hz: float, p: dict[str, Any], prov: dict[str, Any]) -> list[dict[str, Any]]:
+def _conduction(samples: np.ndarray, fiducial: np.ndarray, p_waves: np.ndarray | None, blocked: np.ndarray | None, no_p_expected: np.ndarray, fs_hz: float, p: dict[str, Any], prov: dict[str, Any]) -> list[dict[str, Any]]:
     """AV-block and non-conducted-PAC events from P-wave peaks (outside AF/flutter)."""
     keys = DEFAULT_CONDUCTION_PARAMS.keys()
-    found = conduction_events(samples, np.asarray(p_waves if p_waves is not None else [], dtype=np.int64), fs_hz,
+    found = conduction_events(fiducial, np.asarray(p_waves if p_waves is not None else [], dtype=np.int64), fs_hz,
                               blocked_pac=blocked, **{k: p[k] for k in keys})
     out = []
     for kind, a, b, extra in found["events"]:
