@@ -157,4 +157,10 @@ def _third_degree(beats: np.ndarray, p_peaks: np.ndarray, pr_ms: np.ndarray, fs_
     spread = gaps.max(axis=1) - gaps.min(axis=1)
     for i in np.flatnonzero((ratio >= p["avb3_p_ratio"]) & (spread > p["avb3_pr_range_ms"])) + w:
         flag[i - w + 1 : i + 1] = True
-    return [(a, b) for a, b in _runs(flag) if b - a + 1 >= p["avb3_min_beats"]]
+    runs: list[list[int]] = []
+    for a, b in _runs(flag):
+        if runs and a - runs[-1][1] <= 3:  # one or two beats that happen to sit at a normal PR do not end the block
+            runs[-1][1] = b
+        else:
+            runs.append([a, b])
+    return [(a, b) for a, b in runs if b - a + 1 >= p["avb3_min_beats"]]

@@ -212,7 +212,8 @@ def _keep_blocked(p_samples: np.ndarray, corr: np.ndarray, conducted: np.ndarray
     """Mask of P peaks to keep: every conducted P; a P without QRS only when the atrial rhythm vouches for it.
 
     A dropped sinus P (AV block) comes on time: the P-P before and after it are
-    within ``on_time_tol`` of the local median P-P. A non-conducted PAC comes
+    within ``on_time_tol`` of the local median P-P (one of them may span two
+    cycles, where a P hid in a QRS). A non-conducted PAC comes
     early (P-P under ``premature_pp_ratio`` x the median) and must match the
     template closely (``blocked_min_corr``) off the T wave (an early P on a T wave
     cannot be told from the T wave's residue here). Any other P without QRS is a T-wave
@@ -228,7 +229,9 @@ def _keep_blocked(p_samples: np.ndarray, corr: np.ndarray, conducted: np.ndarray
             continue
         ref = float(np.median(pp[max(k - 5, 0) : k + 5]))
         before, after = pp[k - 1] / ref, pp[k] / ref
-        on_time = abs(before - 1.0) <= p["on_time_tol"] and abs(after - 1.0) <= p["on_time_tol"]
+        # a P hidden in a QRS doubles one P-P: on time means each side is 1 (or 2) cycles, one side exactly 1
+        near = [min(abs(r - 1.0), abs(r - 2.0) / 2.0) <= p["on_time_tol"] for r in (before, after)]
+        on_time = all(near) and min(abs(before - 1.0), abs(after - 1.0)) <= p["on_time_tol"]
         early = before < DEFAULT_CONDUCTION_PARAMS["premature_pp_ratio"] and corr[k] >= p["blocked_min_corr"] and not on_t[k]
         keep[k] = on_time or early
     return keep
@@ -342,7 +345,7 @@ def detect_p_waves(
     fs = float(info.fs_hz)
     beats = np.asarray(beat_samples, dtype=np.int64)
     classes = np.asarray(beat_classes).astype("<U1")
-    usable = [lead for lead in info.leads if lead not in info.unusable_leads] or list(info.leads)
+    usable = [j for j, lead in enumerate(info.leads) if lead not in info.unusable_leads] or list(range(len(info.leads)))  # by index: names may repeat
     fiducial = beats.copy()
     found: list[np.ndarray] = []
     found_corr: list[np.ndarray] = []

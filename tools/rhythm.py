@@ -285,9 +285,7 @@ def detect_events(
             raise ValueError(f"conduction_beat_samples has {fiducial.size} entries for {samples.size} beats")
         events += _conduction(samples, fiducial, p_wave_samples, blocked_pac_samples, af_mask | in_span, fs_hz, p, prov)
     # in complete AV block the narrow escape rhythm is part of the block, not a separate junctional rhythm
-    avb3 = [(e["onset_sample"], e["offset_sample"]) for e in events if e["kind"] == "avb3"]
-    if avb3:
-        events = [e for e in events if not (e["kind"] in ("junctional_rhythm", "junctional_escape") and _overlaps_any(e["onset_sample"], e["offset_sample"], avb3))]
+    events = _absorb_escapes_into_avb3(events, samples, fs_hz)
     # beats of flutter, AV block, escape beats and rhythms are not sinus beats, whatever their class
     not_sinus = af_mask | in_span
     for e in events:
@@ -303,6 +301,24 @@ def detect_events(
         })
     events.sort(key=lambda e: (e["onset_sample"], e["offset_sample"], e["kind"]))
     return events
+
+
+def _absorb_escapes_into_avb3(events: list[dict[str, Any]], samples: np.ndarray, fs_hz: float) -> list[dict[str, Any]]:
+    """Junctional beats and rhythms inside, or within 2 beats of, a third-degree block are its escape rhythm:
+    the block grows over them and they are not reported again."""
+    blocks = [e for e in events if e["kind"] == "avb3"]
+    if not blocks:
+        return events
+    out = []
+    for e in events:
+        if e["kind"] in ("junctional_rhythm", "junctional_escape"):
+            host = next((b for b in blocks if e["first_beat"] <= b["last_beat"] + 2 and e["last_beat"] >= b["first_beat"] - 2), None)
+            if host is not None:
+                first, last = min(host["first_beat"], e["first_beat"]), max(host["last_beat"], e["last_beat"])
+                host.update(_event("avb3", samples, first, last, fs_hz, host["provenance"]))
+                continue
+        out.append(e)
+    return out
 
 
 def _mask_in_spans(samples: np.ndarray, spans: Sequence[tuple[int, int]]) -> np.ndarray:
