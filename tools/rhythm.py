@@ -318,7 +318,12 @@ def _absorb_escapes_into_avb3(events: list[dict[str, Any]], samples: np.ndarray,
                 host.update(_event("avb3", samples, first, last, fs_hz, host["provenance"]))
                 continue
         out.append(e)
-    return out
+    blocks.sort(key=lambda b: b["first_beat"])
+    for prev, nxt in zip(blocks, blocks[1:]):  # blocks that grew into each other are one
+        if nxt["first_beat"] - prev["last_beat"] <= 3:
+            nxt.update(_event("avb3", samples, prev["first_beat"], max(prev["last_beat"], nxt["last_beat"]), fs_hz, nxt["provenance"]))
+            prev["kind"] = None
+    return [e for e in out if e["kind"] is not None]
 
 
 def _mask_in_spans(samples: np.ndarray, spans: Sequence[tuple[int, int]]) -> np.ndarray:
