@@ -24,7 +24,9 @@ optionally, P peaks already known to be non-conducted premature atrial beats
 - **Third-degree AV block** (``avb3``): at least ``avb3_min_beats`` consecutive
   beats, each in a window of 4 beats that holds at least ``avb3_p_ratio`` P waves
   per beat and whose P-to-R distances spread over more than ``avb3_pr_range_ms``
-  (no fixed PR: the atria and ventricles beat independently). Second-degree drops
+  (no fixed PR: the atria and ventricles beat independently), with P waves at a
+  regular rate of at most ``avb3_max_atrial_bpm`` (80 % of P-P within 15 % of one
+  or two median cycles; flutter waves are not dissociated sinus P). Second-degree drops
   inside it are not reported again.
 """
 
@@ -47,6 +49,7 @@ DEFAULT_CONDUCTION_PARAMS: dict[str, Any] = {
     "avb3_p_ratio": 1.4,
     "avb3_pr_range_ms": 150.0,
     "two_to_one_pr_range_ms": 40.0,
+    "avb3_max_atrial_bpm": 150.0,
 }
 
 
@@ -185,4 +188,15 @@ def _third_degree(beats: np.ndarray, p_peaks: np.ndarray, pr_ms: np.ndarray, fs_
             runs[-1][1] = b
         else:
             runs.append([a, b])
-    return [(a, b) for a, b in runs if b - a + 1 >= p["avb3_min_beats"]]
+    return [(a, b) for a, b in runs if b - a + 1 >= p["avb3_min_beats"] and _sinus_like_atria(p_peaks, beats[a], beats[b], fs_hz, p)]
+
+
+def _sinus_like_atria(p_peaks: np.ndarray, start: int, stop: int, fs_hz: float, p: dict[str, Any]) -> bool:
+    """Dissociated atria beat regularly, at most ``avb3_max_atrial_bpm``: flutter waves or noise taken for P waves do not."""
+    pp = np.diff(p_peaks[(p_peaks >= start) & (p_peaks <= stop)]) / fs_hz
+    if pp.size < 3:
+        return False
+    med = float(np.median(pp))
+    cycles = pp / med
+    regular = np.mean(np.abs(cycles - np.round(cycles).clip(1, None)) <= 0.15) >= 0.8  # a P hidden in a QRS spans two cycles
+    return bool(regular and 60.0 / med <= p["avb3_max_atrial_bpm"])
