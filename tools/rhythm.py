@@ -46,7 +46,7 @@ import numpy as np
 
 from ecgtrace.contracts.vocabulary import EVENT_KINDS, NOTE_ALIASES, RHYTHM_NOTES
 from ecgtrace.tools._rhythm_conduction import DEFAULT_CONDUCTION_PARAMS, conduction_events
-from ecgtrace.tools._rhythm_escape import DEFAULT_ESCAPE_PARAMS, escape_events
+from ecgtrace.tools._rhythm_escape import DEFAULT_ESCAPE_PARAMS, escape_events, no_escape_mask
 from ecgtrace.tools.af import AfResult, _runs, as_beat_samples, detect_af
 
 RHYTHM_VERSION = "1.1"
@@ -273,7 +273,7 @@ def detect_events(
     in_span = _mask_in_spans(samples, [(int(r["onset_sample"]), int(r["offset_sample"])) for r in known])
     # AF and flutter beats lack a P wave for another reason: they count as having one (never junctional)
     p_or_excused = None if p_wave_present is None else np.asarray(p_wave_present, bool) | af_mask | in_span
-    escapes, escape_used = escape_events(samples, classes, fs_hz, beat_symbols, p_or_excused, p, irregular=_no_escape_mask(samples, af_mask | in_span, spans))
+    escapes, escape_used = escape_events(samples, classes, fs_hz, beat_symbols, p_or_excused, p, irregular=no_escape_mask(samples, af_mask | in_span, spans))
     events += [_event(kind, samples, a, b, fs_hz, prov) for kind, a, b in escapes]
     events += _ectopic_events(samples, is_v & ~escape_used, is_n, fs_hz, p, "v", prov)
     events += _ectopic_events(samples, is_s, is_n, fs_hz, p, "s", prov)
@@ -301,18 +301,6 @@ def detect_events(
         })
     events.sort(key=lambda e: (e["onset_sample"], e["offset_sample"], e["kind"]))
     return events
-
-
-def _no_escape_mask(samples: np.ndarray, irregular: np.ndarray, spans: Sequence[tuple[int, int]]) -> np.ndarray:
-    """Beats that are never escape beats by lateness: in AF or flutter, the first beat after them, and a beat
-    whose RR touches an artifact span (a long RR there is lost beats, not a sinus failure)."""
-    out = irregular.copy()
-    out[1:] |= irregular[:-1]
-    for a, b in spans:
-        i = int(np.searchsorted(samples, b, side="left"))
-        lo = int(np.searchsorted(samples, a, side="left"))
-        out[lo : min(i + 1, out.size)] = True
-    return out
 
 
 def _absorb_escapes_into_avb3(events: list[dict[str, Any]], samples: np.ndarray, fs_hz: float) -> list[dict[str, Any]]:

@@ -113,3 +113,25 @@ def test_wave_candidates_merge_artifacts_and_fast_runs():
     spans = wave_candidate_spans(beats, 250.0, [(6800, 7600), (10000, 10500)], 20000)
     assert spans == [(4750, 7600), (10000, 10500)]  # the 200/min run (padded 1 s) merged with the artifact it touches
     assert wave_candidate_spans(np.arange(0, 5000, 200), 250.0, [], 5000) == []
+
+
+def test_third_degree_needs_sinus_like_atria():
+    """Dissociated P waves at 88/min make a third-degree block; flutter waves at 300/min taken for P waves do not."""
+    from ecgtrace.tools._rhythm_conduction import conduction_events
+
+    fs = 250.0
+    beats = np.arange(1000, 1000 + 20 * 375, 375)  # 40 bpm escape rhythm
+    sinus_p = np.arange(1040, beats[-1], 170)  # 88/min, drifting against the QRS
+    assert any(k == "avb3" for k, *_ in conduction_events(beats, sinus_p, fs)["events"])
+    flutter = np.arange(1040, beats[-1], 50)  # 300/min
+    assert not any(k == "avb3" for k, *_ in conduction_events(beats, flutter, fs)["events"])
+
+
+def test_no_escape_by_lateness_after_af_or_across_artifacts():
+    from ecgtrace.tools._rhythm_escape import no_escape_mask
+
+    samples = np.arange(0, 2000, 200)
+    irregular = np.zeros(samples.size, bool)
+    irregular[2:4] = True
+    mask = no_escape_mask(samples, irregular, [(1250, 1500)])
+    assert mask.tolist() == [False, False, True, True, True, False, False, True, True, False]
