@@ -102,7 +102,8 @@ def conduction_events(beats: np.ndarray, p_peaks: np.ndarray, fs_hz: float, *, b
             continue
         drops.append((i, _drop_type(pr_ms, i, p)))
     _second_degree_episodes(drops, out, p)
-    out["events"] = _merge_avb3(out["events"])
+    # every third-degree episode (dissociation found by P counts, or near 2:1 by a drifting PR) needs sinus-like atria
+    out["events"] = [e for e in _merge_avb3(out["events"]) if e[0] != "avb3" or _sinus_like_atria(p_peaks, int(beats[e[1]]), int(beats[e[2]]), fs_hz, p)]
     return out
 
 
@@ -188,7 +189,7 @@ def _third_degree(beats: np.ndarray, p_peaks: np.ndarray, pr_ms: np.ndarray, fs_
             runs[-1][1] = b
         else:
             runs.append([a, b])
-    return [(a, b) for a, b in runs if b - a + 1 >= p["avb3_min_beats"] and _sinus_like_atria(p_peaks, beats[a], beats[b], fs_hz, p)]
+    return [(a, b) for a, b in runs if b - a + 1 >= p["avb3_min_beats"]]
 
 
 def _sinus_like_atria(p_peaks: np.ndarray, start: int, stop: int, fs_hz: float, p: dict[str, Any]) -> bool:
