@@ -320,11 +320,8 @@ def main(argv: list[str] | None = None) -> int:
     if not DATA.exists():
         print(f"no shared data at {DATA}", file=sys.stderr)
         return 2
-    global neurokit_dwt
-    names_used = list(DELINEATORS[:2]) if args.no_nk else list(DELINEATORS)
+    names_used = list(DELINEATORS[:2]) if args.no_nk else list(DELINEATORS)  # run_qtdb/run_ludb run only the tallied ones
     results: dict[str, dict[str, Tally]] = {}
-    if args.no_nk:
-        neurokit_dwt = lambda window, beats: [{k: np.zeros(0, dtype=np.int64) for k in POINTS} for _ in window.leads]  # noqa: E731
     if args.db in ("rates", "all"):
         t = time.perf_counter()
         diffs = run_rates(args.limit)
@@ -336,7 +333,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.db not in (db, "both", "all"):
             continue
         for half in halves:
-            tallies = {n: Tally() for n in DELINEATORS}
+            tallies = {n: Tally() for n in names_used}
             t = time.perf_counter()
             names = split[db][half]
             if db == "qtdb":
@@ -347,7 +344,7 @@ def main(argv: list[str] | None = None) -> int:
                 leads = tuple(x.strip().lower() for x in args.ludb_leads.split(",") if x.strip())
                 n = run_ludb(args.limit, args.tol_ms, tallies, leads, names)
                 title = f"LUDB, {half} half, {n} records, leads {','.join(leads) if len(leads) < 12 else 'all 12'}, +-{args.tol_ms:g} ms"
-            print_table(f"{title} ({time.perf_counter() - t:.0f} s)", {k: tallies[k] for k in names_used})
+            print_table(f"{title} ({time.perf_counter() - t:.0f} s)", tallies)
             results[f"{db}:{half}"] = tallies
     return 0
 
