@@ -25,19 +25,21 @@ def _rows(run: Path) -> list[dict]:
     return [json.loads(line) for line in (run / "samples.jsonl").read_text().splitlines()]
 
 
+def _strip(value):  # noqa: ANN001, ANN202
+    """``value`` without what differs between any two runs: request timings, and the mock's reply ids (numbered in arrival order)."""
+    if isinstance(value, dict):
+        return {k: _strip(v) for k, v in value.items() if k not in VOLATILE and not (k == "id" and str(v).startswith("chatcmpl-"))}
+    if isinstance(value, list):
+        return [_strip(v) for v in value]
+    return value
+
+
 def _comparable(run: Path) -> list[dict]:
-    """The run's rows in id order, without what differs between any two runs (request timings)."""
-    def strip(value):  # noqa: ANN001, ANN202
-        if isinstance(value, dict):  # the mock numbers its replies in arrival order: meta.id says when, not what
-            return {k: strip(v) for k, v in value.items() if k not in VOLATILE and not (k == "id" and str(v).startswith("chatcmpl-"))}
-        if isinstance(value, list):
-            return [strip(v) for v in value]
-        return value
-
-    return sorted((strip(r) for r in _rows(run)), key=lambda r: r["id"])
+    """The run's rows in id order, timings left out (:func:`_strip`)."""
+    return sorted((_strip(r) for r in _rows(run)), key=lambda r: r["id"])
 
 
-VOLATILE = {"latency_ms", "elapsed_ms", "started_utc", "finished_utc", "wall_s"}
+VOLATILE = {"latency_ms", "mean_latency_ms"}
 
 
 @pytest.fixture(scope="module")
@@ -126,3 +128,67 @@ def test_sigkill_of_the_driver_then_rerun_gives_the_same_run(audit_set, one_proc
     assert len(ids) == len(set(ids)) == len(audit_set.items)
     assert (run / "results.json").read_bytes() == (one_process / "results.json").read_bytes()
     assert _comparable(run) == _comparable(one_process)
+
+
+def test_qa_eval_in_shards_gives_the_run_of_one_process(tmp_path):
+    from tests.support.qa_items import copy_small_qa
+
+    dataset = copy_small_qa(tmp_path / "data") / "qa.jsonl"
+    runs = {}
+    with MockOpenAI("A") as server:  # one fixed reply: some items right, some wrong, all scored
+        for name, extra in (("one", []), ("sharded", ["--workers", "2"])):
+            runs[name] = tmp_path / name
+            assert main(["qa-eval", str(dataset), "--model", "openai:mock", "--base-url", server.url, "--modality", "text",
+                         "--run", str(runs[name]), "--quiet", *extra]) == 0
+    # QA results report the mean request latency, which differs between any two runs; everything else is equal
+    results = {name: json.loads((run / "results.json").read_text()) for name, run in runs.items()}
+    assert _strip(results["sharded"]) == _strip(results["one"]) and results["one"]["n_items"] == 13
+    assert _comparable(runs["sharded"]) == _comparable(runs["one"]) and len(_rows(runs["one"])) == 13
+
+
+def _send_times(shared, n: int) -> list[float]:  # noqa: ANN001
+    """A shard's requests: each waits for the shared budget, then notes when it went (CLOCK_MONOTONIC is machine-wide)."""
+    import asyncio
+
+    from ecgtrace.agents.exam.rate_limit import RateLimiter
+
+    limiter = RateLimiter(600, None, server=shared, call=lambda server, method, *a: server.acall(method, *a))
+
+    async def go() -> list[float]:
+        times = []
+        for _ in range(n):
+            await limiter.acquire(10)
+            times.append(time.monotonic())
+        return times
+
+    return asyncio.run(go())
+
+
+@pytest.mark.parametrize("executor", ["local", "ray"])
+def test_the_rate_budget_is_one_budget_for_every_shard(executor, request):
+    """600 rpm = one request per 0.1 s after a 1 s burst (10 requests): 2 shards x 10 requests take >= 0.9 s in all.
+    Two private budgets would let all 20 go at once."""
+    from ecgtrace.agents.exam.rate_limit import Buckets
+    from ecgtrace.executors import Task, make_executor
+
+    if executor == "ray":
+        request.getfixturevalue("ray_local")
+    with make_executor(executor, workers=2) as ex:
+        shared = ex.serve(Buckets, 600, None)
+        outcomes = ex.run([Task(f"s{k}", _send_times, (shared, 10)) for k in range(2)], retries=0)
+    times = sorted(t for o in outcomes for t in o.value)
+    assert len(times) == 20
+    assert times[-1] - times[0] >= 0.85
+    for k, t in enumerate(times):  # never ahead of the schedule: request k waits for (k - 10) x 0.1 s of budget
+        assert t - times[0] >= (k - 10) * 0.1 - 0.05
+
+
+def test_help_and_the_local_default_never_import_ray(tmp_path):
+    code = ("import sys; from ecgtrace.cli import main\n"
+            "try:\n    main(['build', '--help'])\nexcept SystemExit:\n    pass\n"
+            "from ecgtrace.executors import make_executor, Task\n"
+            "with make_executor('local', workers=1) as ex: ex.run([Task('a', len, ('ab',))])\n"
+            "assert 'ray' not in sys.modules, 'ray was imported'\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "--executor" in out.stdout and "--address" in out.stdout
