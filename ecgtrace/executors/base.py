@@ -64,8 +64,11 @@ def describe_error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[-1] if text else ''}"[:400]
 
 
-def call_task(fn: Callable[..., Any], args: tuple[Any, ...], key: str, kill_dir: str | None) -> Any:
-    """Run ``fn(*args)`` in the worker (after the :data:`KILL_ENV` hook, when the test set it)."""
+def call_task(fn: Callable[..., Any], args: tuple[Any, ...], key: str, kill_dir: str | None, cwd: str | None = None) -> Any:
+    """Run ``fn(*args)`` in the worker, in the caller's working folder ``cwd`` (relative record and output
+    paths mean there what they meant to the caller), after the :data:`KILL_ENV` hook when a test set it."""
+    if cwd and os.getcwd() != cwd:
+        os.chdir(cwd)  # a Ray worker starts in a folder of Ray's own
     if kill_dir:
         marker = Path(kill_dir) / hashlib.sha256(key.encode()).hexdigest()[:16]
         if not marker.exists():
@@ -101,6 +104,8 @@ class Executor:
     """Runs tasks with bounded retries; subclasses say how one round of attempts runs (:meth:`_round`)."""
 
     name = "base"
+    #: The caller's working folder, where every task runs (set by :meth:`run`).
+    cwd: str | None = None
 
     def run(self, tasks: Iterable[Task], *, retries: int = 2, on_done: Callable[[Outcome], None] | None = None) -> list[Outcome]:
         """Run every task, each up to ``1 + retries`` times; one outcome per task, in the order given.
@@ -116,6 +121,7 @@ class Executor:
         attempts = {t.key: 0 for t in todo}
         final: dict[str, Outcome] = {}
         kill_dir = os.environ.get(KILL_ENV) or None
+        self.cwd = os.getcwd()
         while todo:
             again = []
             for task, value, error in self._round(todo, kill_dir):

@@ -35,7 +35,7 @@ class LocalExecutor(Executor):
             with self._lock:
                 self._pools.add(pool)
             try:
-                return pool.submit(call_task, task.fn, task.args, task.key, kill_dir).result()
+                return pool.submit(call_task, task.fn, task.args, task.key, kill_dir, self.cwd).result()
             finally:
                 with self._lock:
                     self._pools.discard(pool)

@@ -71,7 +71,7 @@ class RayExecutor(Executor):
             options: dict[str, Any] = {"num_cpus": task.cpus, "max_retries": 0, "retry_exceptions": False, "name": f"ecgtrace:{task.key}"[:120]}
             if task.memory_bytes:
                 options["memory"] = int(min(task.memory_bytes, cap) if cap else task.memory_bytes)
-            refs[self._remote.options(**options).remote(task.fn, task.args, task.key, kill_dir)] = task
+            refs[self._remote.options(**options).remote(task.fn, task.args, task.key, kill_dir, self.cwd)] = task
         pending = list(refs)
         while pending:
             done, pending = ray.wait(pending, num_returns=1)

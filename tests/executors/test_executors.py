@@ -64,3 +64,11 @@ def test_unknown_executor_and_address_without_ray_are_one_line_errors():
         make_executor("dask")
     with pytest.raises(EcgTraceError, match="--address names a Ray cluster"):
         make_executor("local", address="auto")
+
+
+def test_tasks_run_in_the_callers_folder_so_relative_paths_mean_the_same(executor, tmp_path, monkeypatch):
+    import os
+
+    monkeypatch.chdir(tmp_path)
+    out = executor.run([Task("cwd", os.getcwd)])
+    assert out[0].value == str(tmp_path)
