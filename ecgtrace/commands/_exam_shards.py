@@ -93,7 +93,7 @@ def _run_shard(command: str, options: dict[str, Any], shared: Any, limits: tuple
         return 3
 
 
-def merge_shards(run_dir: Any, item_order: list[str], *, skip: set[str] = frozenset()) -> int:  # type: ignore[assignment]
+def merge_shards(run_dir: Any, item_order: list[str], *, skip: frozenset[str] | set[str] = frozenset()) -> int:
     """Append every shard's finished rows the run lacks, ordered by (epoch, item order); returns how many.
 
     ``skip``: sample ids being asked again (``--retry-errors``): an old shard row must not come back.
@@ -129,13 +129,12 @@ def run_sharded(args: argparse.Namespace, *, command: str, run_dir: Any, item_or
     Raises:
         TasksFailedError: shards that failed every attempt (what they finished is merged; a rerun resumes the rest).
     """
+    from ecgtrace.contracts.runs import sample_key
     from ecgtrace.executors import Task, TasksFailedError, failures_line, make_executor
 
     merge_shards(run_dir, item_order, skip=retried)  # what a killed run's shards finished
     epochs = max(1, int(getattr(args, "epochs", 1) or 1))
     done = run_dir.finished_ids()
-    from ecgtrace.contracts.runs import sample_key
-
     todo = [iid for iid in item_order if any(sample_key(iid, e) not in done for e in range(epochs))]
     workers = max(1, int(getattr(args, "workers", 1) or 1))
     n_shards = max(1, min(workers, len(todo)))
