@@ -55,22 +55,22 @@ class RayExecutor(Executor):
         self._actors: list[Any] = []
         self._remote = ray.remote(call_task)
 
-    def _node_memory_bytes(self) -> float:
-        """The largest memory any one node offers (a task asking more would wait forever)."""
+    def _largest_node(self, resource: str) -> float:
+        """The most of ``resource`` (``CPU``, ``memory``) any one node offers: a task asking more would wait forever."""
         import ray
 
-        sizes = [n.get("Resources", {}).get("memory", 0.0) for n in ray.nodes() if n.get("Alive")]
-        return max(sizes, default=0.0)
+        return max((n.get("Resources", {}).get(resource, 0.0) for n in ray.nodes() if n.get("Alive")), default=0.0)
 
     def _round(self, tasks: list[Task], kill_dir: str | None) -> Iterator[tuple[Task, Any, str | None]]:
         import ray
 
-        cap = self._node_memory_bytes()
+        cpus, memory = self._largest_node("CPU"), self._largest_node("memory")
         refs = {}
         for task in tasks:
-            options: dict[str, Any] = {"num_cpus": task.cpus, "max_retries": 0, "retry_exceptions": False, "name": f"ecgtrace:{task.key}"[:120]}
+            options: dict[str, Any] = {"num_cpus": min(task.cpus, cpus) if cpus else task.cpus, "max_retries": 0,
+                                       "retry_exceptions": False, "name": f"ecgtrace:{task.key}"[:120]}
             if task.memory_bytes:
-                options["memory"] = int(min(task.memory_bytes, cap) if cap else task.memory_bytes)
+                options["memory"] = int(min(task.memory_bytes, memory) if memory else task.memory_bytes)
             refs[self._remote.options(**options).remote(task.fn, task.args, task.key, kill_dir, self.cwd)] = task
         pending = list(refs)
         while pending:

@@ -72,3 +72,10 @@ def test_tasks_run_in_the_callers_folder_so_relative_paths_mean_the_same(executo
     monkeypatch.chdir(tmp_path)
     out = executor.run([Task("cwd", os.getcwd)])
     assert out[0].value == str(tmp_path)
+
+
+def test_a_task_asking_more_than_any_node_has_is_placed_on_the_largest(ray_local):
+    """A build task asks for its render CPUs; on a 2-CPU Ray, 8 would wait forever: it gets the largest node's CPUs."""
+    with make_executor("ray") as ex:
+        out = ex.run([Task("big", square, (3,), cpus=8.0, memory_bytes=10**15)], retries=0)
+    assert out[0].value == 9
