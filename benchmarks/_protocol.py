@@ -24,10 +24,13 @@ from __future__ import annotations
 
 from ecgtrace.tools._classify_train import DS1_RECORDS, DS2_RECORDS, PACED_RECORDS
 
-__all__ = ["DS1_RECORDS", "DS2_RECORDS", "PACED_RECORDS", "QTDB_TUNED", "mitdb_status", "qtdb_status"]
+__all__ = ["DS1_RECORDS", "DS2_RECORDS", "PACED_RECORDS", "QTDB_DS2", "QTDB_TUNED", "mitdb_status", "qtdb_status"]
 
 #: QTDB excerpts of MIT-BIH records that are in ../shared/data (DS1 or paced): tuned through their source.
 QTDB_TUNED = frozenset(f"sel{r}" for r in (*DS1_RECORDS, *PACED_RECORDS))
+#: QTDB excerpts of MIT-BIH DS2 records that are not in ../shared/data: untuned, and scored with MIT-BIH DS2
+#: (sel100 is excluded: record 100 itself is in ../shared/data).
+QTDB_DS2 = frozenset(f"sel{r}" for r in DS2_RECORDS if r != "100")
 
 
 def mitdb_status(record: str) -> str:

@@ -7,14 +7,14 @@ rules were set on DS1. Columns:
 * ``DS1 tuned (LORO)``: each DS1 record classified by a forest refitted on the
   other 21 DS1 records (same features and settings); still *tuned*, since the
   settings were chosen on DS1.
-* ``DS2* 100``: the one DS2 record present, shipped model (never trained on
-  from model 2 on).
-* ``QTDB untuned``: the QTDB records with ``.atr`` beats that are not excerpts
-  of a shared MIT-BIH record (250 Hz; sel213/sel221/sel232 are DS2 records of
-  MIT-BIH rich in V, F and S beats), shipped model.
+* ``MIT-BIH DS2``: the one DS2 record present (100, never trained on from
+  model 2 on) plus the QTDB excerpts of DS2 records (sel103 ... sel232, 250 Hz,
+  15 min; sel213/sel221/sel232 are rich in V, F and S beats), shipped model.
+* ``QTDB untuned``: the other QTDB records with ``.atr`` beats that are not
+  excerpts of a shared MIT-BIH record, shipped model.
 * ``SVDB 800`` (128 Hz), shipped model; and the synthetic Holter (its own .atr).
 
-``UNTUNED gross`` pools 100, QTDB-untuned and SVDB (the issue-14 targets: V Se
+``UNTUNED gross`` pools MIT-BIH DS2, QTDB-untuned and SVDB (the issue-14 targets: V Se
 and +P >= 95%, S Se >= 75% with +P >= 80%). Fusion beats called V count
 against V +P; the EC57 variant that excuses them is printed beside it.
 
@@ -40,7 +40,7 @@ from rich.console import Console
 from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _protocol import qtdb_status  # noqa: E402
+from _protocol import QTDB_DS2, qtdb_status  # noqa: E402
 
 from ecgtrace.tools import _classify_model as cm  # noqa: E402
 from ecgtrace.tools import _classify_train as ct  # noqa: E402
@@ -49,6 +49,7 @@ from ecgtrace.tools.annotations import AAMI_ORDER  # noqa: E402
 
 DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 MATCH_MS = 150.0
+DS2_GROUP = "MIT-BIH DS2 (100 + QTDB sel of DS2)"
 
 
 def confusion(ref: np.ndarray, pred: np.ndarray) -> np.ndarray:
@@ -103,10 +104,15 @@ def af_mask_for(d: dict, how: str, beats: np.ndarray) -> np.ndarray | None:
 
 
 def _untuned_records(data: Path) -> list[tuple[str, str, Path]]:
-    """(group, name, path) of every untuned record with beat labels, as far as ``data`` holds them."""
-    out = [("DS2* 100", r, data / "mitdb" / r) for r in ct.DS2_RECORDS if (data / "mitdb" / f"{r}.hea").exists()]
+    """(group, name, path) of every untuned record with beat labels, as far as ``data`` holds them.
+
+    MIT-BIH DS2 is record 100 plus the QTDB excerpts of DS2 records (250 Hz, 15 min); QTDB is the rest.
+    """
+    out = [(DS2_GROUP, r, data / "mitdb" / r) for r in ct.DS2_RECORDS if (data / "mitdb" / f"{r}.hea").exists()]
     qtdb = data / "qtdb"
-    out += [("QTDB untuned", p.stem, qtdb / p.stem) for p in sorted(qtdb.glob("*.atr")) if qtdb_status(p.stem) == "untuned"]
+    untuned = [p.stem for p in sorted(qtdb.glob("*.atr")) if qtdb_status(p.stem) == "untuned"]
+    out += [(DS2_GROUP, n, qtdb / n) for n in untuned if n in QTDB_DS2]
+    out += [("QTDB untuned", n, qtdb / n) for n in untuned if n not in QTDB_DS2]
     out += [("SVDB 800", "800", data / "svdb" / "800")] if (data / "svdb" / "800.hea").exists() else []
     return out
 
@@ -155,10 +161,10 @@ def run(args: argparse.Namespace) -> int:
         groups["synthetic"] = confusion(d["y"], pred)
         rows.append(("synth", "synthetic (untuned)", groups["synthetic"], elapsed))
     _print_rows(console, f"Per record, reference beats, AF mask: {args.af}", rows)
-    untuned = sum((m for g, m in groups.items() if g in ("DS2* 100", "QTDB untuned", "SVDB 800")), np.zeros((5, 5), dtype=np.int64))
+    untuned = sum((m for g, m in groups.items() if g in (DS2_GROUP, "QTDB untuned", "SVDB 800")), np.zeros((5, 5), dtype=np.int64))
     groups["UNTUNED gross"] = untuned
     _print_summary(console, groups)
-    _print_gross(console, "UNTUNED gross (100 + QTDB untuned + SVDB 800, shipped model)", untuned)
+    _print_gross(console, "UNTUNED gross (MIT-BIH DS2 + QTDB untuned + SVDB 800, shipped model)", untuned)
     if args.detected:
         _run_detected(console, data, shipped, args)
     return 0

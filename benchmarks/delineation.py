@@ -8,11 +8,14 @@ References (in ``../shared/data``):
   papers do); ``--qtdb-lead first`` uses the first lead only.
 * LUDB per-lead files ``data/<n>.<lead>`` (records 1-120 here, 12 leads, 10 s).
 
-Both delineators get the same window and the same R peaks (the project's beat
-detector, ``ecgtrace.tools.measure.detect_window_beats``). For each reference
+All delineators get the same window and the same R peaks (the project's beat
+detector, ``ecgtrace.tools.measure.detect_window_beats``): ecgtrace ("ours"),
+ecgtrace without its beat-to-beat template projection ("before", see
+``ecgtrace.tools._delineate_consistency``) and neurokit2 ``dwt``. For each reference
 mark the nearest mark of the same type within
 ``--tol-ms`` (default 150 ms) counts as found; we print the mean and SD of
-(detected - reference) in ms and the share of reference marks found. The SD
+(detected - reference) in ms and how many reference marks were found (count and share:
+a lower SD bought by losing hard marks shows there). The SD
 targets are the CSE tolerances (2 SD_CSE): P on 10.2, P off 12.7, QRS on 6.5,
 QRS off 11.6, T off 30.6 ms.
 
@@ -40,7 +43,8 @@ POINTS = ("p_on", "p_off", "qrs_on", "qrs_off", "t_off")
 LABELS = {"p_on": "P on", "p_off": "P off", "qrs_on": "QRS on", "qrs_off": "QRS off", "t_off": "T off"}
 CSE_SD_MS = {"p_on": 10.2, "p_off": 12.7, "qrs_on": 6.5, "qrs_off": 11.6, "t_off": 30.6}
 NK_KEYS = {"p_on": "ECG_P_Onsets", "p_off": "ECG_P_Offsets", "qrs_on": "ECG_R_Onsets", "qrs_off": "ECG_R_Offsets", "t_off": "ECG_T_Offsets"}
-SHORT = {"ecgtrace": "ours", "neurokit2 dwt": "nk dwt"}
+SHORT = {"ecgtrace": "ours", "ecgtrace no template": "before", "neurokit2 dwt": "nk dwt"}
+DELINEATORS = ("ecgtrace", "ecgtrace no template", "neurokit2 dwt")
 LUDB_LEADS = ("i", "ii", "iii", "avr", "avl", "avf", "v1", "v2", "v3", "v4", "v5", "v6")
 
 
@@ -69,9 +73,19 @@ def reference_marks(base: Path, extension: str) -> dict[str, np.ndarray]:
     return {k: np.asarray(v, dtype=np.int64) for k, v in marks.items()}
 
 
-def ours(window, beats) -> list[dict[str, np.ndarray]]:
-    result = delineate(window, beats)
+def ours(window, beats, beat_template: bool = True) -> list[dict[str, np.ndarray]]:
+    result = delineate(window, beats, beat_template=beat_template)
     return [{k: f.points[k][f.points[k] >= 0] for k in POINTS} for f in result.per_lead.values()]
+
+
+def ours_before(window, beats) -> list[dict[str, np.ndarray]]:
+    """The delineator without the beat-to-beat template projection (the state before it), for the same-run comparison."""
+    return ours(window, beats, beat_template=False)
+
+
+def delineators() -> tuple[tuple[str, object], ...]:
+    """(name, function) of every delineator compared in one run (looked up at call time: ``--no-nk`` swaps neurokit2 out)."""
+    return (("ecgtrace", ours), ("ecgtrace no template", ours_before), ("neurokit2 dwt", neurokit_dwt))
 
 
 def neurokit_dwt(window, beats) -> list[dict[str, np.ndarray]]:
@@ -169,7 +183,9 @@ def run_qtdb(limit: int | None, tol_ms: float, lead_rule: str, tallies: dict[str
             s0, s1 = max(a - int(2 * fs), 0), min(b + int(2 * fs), info.n_samples)
             window = read_samples(info, s0, s1)
             beats = detect_window_beats(window)[0]
-            for name, fn in (("ecgtrace", ours), ("neurokit2 dwt", neurokit_dwt)):
+            for name, fn in delineators():
+                if name not in tallies:
+                    continue
                 per_lead = fn(window, beats)
                 if lead_rule == "first":
                     per_lead = per_lead[:1]
@@ -196,7 +212,7 @@ def run_ludb(limit: int | None, tol_ms: float, tallies: dict[str, Tally], leads:
         window = read_samples(info, 0, info.n_samples)
         beats = detect_window_beats(window)[0]
         names = [n.lower() for n in info.leads]
-        results = {name: fn(window, beats) for name, fn in (("ecgtrace", ours), ("neurokit2 dwt", neurokit_dwt))}
+        results = {name: fn(window, beats) for name, fn in delineators() if name in tallies}
         for lead in leads:
             if lead not in names or not Path(f"{base}.{lead}").exists():
                 continue
@@ -282,10 +298,10 @@ def print_table(title: str, tallies: dict[str, Tally]) -> None:
         for tally in tallies.values():
             mean, sd, found, n = tally.row(point)
             ok = "[green]" if sd <= CSE_SD_MS[point] else "[red]"
-            cells += [f"{mean:+.1f}", f"{ok}{sd:.1f}[/]", f"{100 * found:.1f}%"]
+            cells += [f"{mean:+.1f}", f"{ok}{sd:.1f}[/]", f"{round(found * n)} ({100 * found:.1f}%)"]
         cells.append(str(n))
         table.add_row(*cells)
-    Console(width=160).print(table)
+    Console(width=200).print(table)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -304,11 +320,8 @@ def main(argv: list[str] | None = None) -> int:
     if not DATA.exists():
         print(f"no shared data at {DATA}", file=sys.stderr)
         return 2
-    global neurokit_dwt
-    names_used = ["ecgtrace"] if args.no_nk else ["ecgtrace", "neurokit2 dwt"]
+    names_used = list(DELINEATORS[:2]) if args.no_nk else list(DELINEATORS)  # run_qtdb/run_ludb run only the tallied ones
     results: dict[str, dict[str, Tally]] = {}
-    if args.no_nk:
-        neurokit_dwt = lambda window, beats: [{k: np.zeros(0, dtype=np.int64) for k in POINTS} for _ in window.leads]  # noqa: E731
     if args.db in ("rates", "all"):
         t = time.perf_counter()
         diffs = run_rates(args.limit)
@@ -320,7 +333,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.db not in (db, "both", "all"):
             continue
         for half in halves:
-            tallies = {n: Tally() for n in ["ecgtrace", "neurokit2 dwt"]}
+            tallies = {n: Tally() for n in names_used}
             t = time.perf_counter()
             names = split[db][half]
             if db == "qtdb":
@@ -331,7 +344,7 @@ def main(argv: list[str] | None = None) -> int:
                 leads = tuple(x.strip().lower() for x in args.ludb_leads.split(",") if x.strip())
                 n = run_ludb(args.limit, args.tol_ms, tallies, leads, names)
                 title = f"LUDB, {half} half, {n} records, leads {','.join(leads) if len(leads) < 12 else 'all 12'}, +-{args.tol_ms:g} ms"
-            print_table(f"{title} ({time.perf_counter() - t:.0f} s)", {k: tallies[k] for k in names_used})
+            print_table(f"{title} ({time.perf_counter() - t:.0f} s)", tallies)
             results[f"{db}:{half}"] = tallies
     return 0
 

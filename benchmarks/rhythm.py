@@ -19,7 +19,11 @@ Tables:
 4. Holtercare's rhythm vocabulary (``benchmarks/_rhythm_vocab.py``): episode Se
    and +P by duration per event kind on the synthetic holtercare profile
    (reference and, with ``--detected``, signal), MIT-BIH expert escape beats and
-   NOD/IVR/VFL/AFL intervals, and VFDB VF/VFL/asystole (``--no-vocab`` skips it).
+   NOD/IVR/VFL/AFL intervals, and VFDB VF/VFL/asystole (``--no-vocab`` skips it);
+   with ``--detected`` also MIT-BIH DS1 (tuned), the DS2 records present and
+   CPSC 2021 (untuned) from the signal alone: expert ``x`` (blocked PAC),
+   ``(BII``/``(BIII``, ``(NOD``, ``(VFL``, ``(AFL``, ``j``/``E`` against events
+   from detected beats, detected P waves and wave spans.
 """
 
 from __future__ import annotations
@@ -266,6 +270,15 @@ def main(argv: list[str] | None = None) -> int:
             console.print(t)
         console.print(vocab.mitdb_section(DATA, tuple(r for r in MITDB_RECORDS if r not in ("102", "104", "107", "217"))))
         console.print(vocab.vfdb_section(DATA))
+        if args.detected:
+            from _protocol import DS1_RECORDS, mitdb_status
+
+            shared = sorted(p.stem for p in (DATA / "mitdb").glob("*.hea"))
+            ds1 = [DATA / "mitdb" / r for r in shared if r in DS1_RECORDS]
+            ds2 = [DATA / "mitdb" / r for r in shared if mitdb_status(r).startswith("DS2")]
+            console.print(vocab.signal_section(ds1, "MIT-BIH DS1 (TUNED)"))
+            console.print(vocab.signal_section(ds2, f"MIT-BIH DS2 present ({', '.join(p.name for p in ds2)}; untuned)"))
+            console.print(vocab.signal_section(sorted(p.with_suffix("") for p in (DATA / "cpsc2021").glob("*.hea")), "CPSC 2021 (untuned)"))
     return 0
 
 

@@ -1,6 +1,6 @@
-"""Train the shipped beat classifier: a small random forest on MIT-BIH DS1 (+100).
+"""Train the shipped beat classifier: a small random forest on MIT-BIH DS1.
 
-Inter-patient: the model is fitted on the 22 DS1 records and record 100 on
+Inter-patient: the model is fitted on the 22 DS1 records only, on
 their **reference** beat positions and labels (paced records excluded), and
 written as plain numpy arrays to ``tools/data/beat_classifier.npz``. Records it
 never saw (MIT-BIH DS2, SVDB, any Holter) are the test set; for numbers on the

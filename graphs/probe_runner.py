@@ -18,11 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from ecgtrace.agents.exam import run_loop
+from ecgtrace.agents.exam.budget import PromptBudget
 from ecgtrace.agents.exam.examinees import Examinee
 from ecgtrace.contracts.probe import ProbeSample
+from ecgtrace.contracts.runs import item_id_of
 from ecgtrace.graphs.audit_runner import _run_sample, sqlite_checkpointer
 from ecgtrace.graphs.reasoning_audit import AuditContext, build_graph
 from ecgtrace.runlog import RunDir
+from ecgtrace.tools.text_encodings import RAW, TextEncoding
 
 
 @dataclass(frozen=True)
@@ -33,6 +36,7 @@ class Entry:
     source: str  # audit | qa
     role: str  # original | counterfactual
     item: Any  # AuditItem | QAItem
+    group: str = ""  # the pair's group (diagnosis, QA task and finding): the stratum of --limit
 
 
 @dataclass(frozen=True)
@@ -45,18 +49,26 @@ class ProbeSet:
     audit: list[Any]
     qa: list[Any]
 
-    def entries(self, limit: int | None = None) -> list[Entry]:
-        """Originals and their counterfactuals, in pair order; ``limit``: the first N originals (with all their counterfactuals)."""
+    def originals(self) -> list[Entry]:
+        """The originals with a kept counterfactual, in pair order (what ``--limit`` and ``--sample-id`` choose from)."""
         kept = [p for p in self.pairs if p["status"] == "kept"]
-        originals: list[str] = []
-        for p in kept:
-            if p["original"] not in originals:
-                originals.append(p["original"])
-        chosen = set(originals[:limit] if limit else originals)
-        wanted = {p["original"] for p in kept if p["original"] in chosen} | {p["id"] for p in kept if p["original"] in chosen}
+        groups = {p["original"]: p["group"] for p in kept}
+        order = list(dict.fromkeys(p["original"] for p in kept))
+        by_id = {it.id: (source, it) for source, items in (("audit", self.audit), ("qa", self.qa)) for it in items}
+        return [Entry(oid, by_id[oid][0], "original", by_id[oid][1], groups[oid]) for oid in order if oid in by_id]
+
+    def entries(self, limit: int | None = None, chosen: list[Entry] | None = None) -> list[Entry]:
+        """Originals and their counterfactuals, in item order.
+
+        ``chosen``: these originals (:func:`select_originals`); else the first ``limit`` of :meth:`originals`.
+        """
+        kept = [p for p in self.pairs if p["status"] == "kept"]
+        picked = chosen if chosen is not None else self.originals()[: limit or None]
+        ids = {e.id for e in picked}
+        wanted = ids | {p["id"] for p in kept if p["original"] in ids}
+        cf_ids = {p["id"] for p in kept}
         out = []
         for source, items in (("audit", self.audit), ("qa", self.qa)):
-            cf_ids = {p["id"] for p in kept}
             out += [Entry(it.id, source, "counterfactual" if it.id in cf_ids else "original", it) for it in items if it.id in wanted]
         return out
 
@@ -106,41 +118,100 @@ def load_probe_set(root: str | Path) -> ProbeSet:
     return ProbeSet(root=folder, manifest=manifest, pairs=pairs, audit=list(items["audit"]), qa=list(items["qa"]))
 
 
+def select_originals(probe: ProbeSet, *, seed: int = 0, limit: int | None = None, sample_ids: list[str] | None = None) -> list[Entry]:
+    """The originals a run asks (with all their counterfactuals): ``sample_ids``, then ``limit`` stratified by group (seeded).
+
+    The run controls of ``audit`` and ``qa-eval`` (:func:`ecgtrace.agents.exam.run_control.select_items`): a
+    larger ``limit`` keeps every original a smaller one chose, so a run folder grows. A counterfactual's id
+    picks its original.
+    """
+    from ecgtrace.agents.exam.run_control import select_items
+
+    to_original = {p["id"]: p["original"] for p in probe.pairs if p["status"] == "kept"}
+    ids = list(dict.fromkeys(to_original.get(sid, sid) for sid in sample_ids)) if sample_ids else None
+    return select_items(probe.originals(), stratum_of=lambda e: e.group, id_of=lambda e: e.id, seed=seed, limit=limit, sample_ids=ids)
+
+
 async def run_probe(probe: ProbeSet, run: RunDir, examinee: Examinee, *, mode: str = "teacher", modality: str = "text", concurrency: int = 8,
                     limit: int | None = None, on_sample: Callable[[dict[str, Any]], None] | None = None,
-                    ask_human: Callable[[dict[str, Any]], str] | None = None, keep_checkpoints: bool = False) -> dict[str, Any]:
-    """Run (or resume) the probe; returns the results written to ``results.json``."""
+                    ask_human: Callable[[dict[str, Any]], str] | None = None, keep_checkpoints: bool = False,
+                    entries: list[Entry] | None = None, encoding: TextEncoding = RAW, budget: PromptBudget | None = None,
+                    epochs: int = 1, seed: int = 0, pricing: dict[str, dict[str, float]] | None = None) -> dict[str, Any]:
+    """Run (or resume) the probe; returns the results written to ``results.json``.
+
+    ``entries`` (default: :meth:`ProbeSet.entries` of ``limit``) are asked ``epochs`` times, options shuffled
+    from epoch 1 on (seeded by ``seed``), the ECG as text in ``encoding``; a sample whose request would not fit
+    ``budget`` is skipped with its reason, as in an audit. ``pricing``: USD per 1M tokens, for ``results["usage"]``.
+    """
     from ecgtrace.agents.exam.qa_runner import run_one
 
-    entries = probe.entries(limit)
+    entries = entries if entries is not None else probe.entries(limit)
     base_dir = str(probe.root)
-    run_cfg = {"mode": mode, "modality": modality, "base_dir": base_dir}
-    context = AuditContext(examinee=examinee, base_dir=base_dir)
+    run_cfg = {"mode": mode, "modality": modality, "base_dir": base_dir, "text": encoding.to_json(), "seed": int(seed)}
+    context = AuditContext(examinee=examinee, base_dir=base_dir, budget=budget)
     async with sqlite_checkpointer(run.checkpoint_path) as saver:
         graph = build_graph(checkpointer=saver)
 
-        async def examine_one(entry: Entry) -> dict[str, Any]:
+        async def examine_one(unit: run_loop.EpochUnit[Entry]) -> dict[str, Any]:
+            entry, epoch = unit.item, unit.epoch
             if entry.source == "audit":
-                row = await _run_sample(graph, run, entry.item, 0, run_cfg, context, ask_human)  # epoch 0: a probe asks each sample once
+                row = await _run_sample(graph, run, entry.item, epoch, run_cfg, context, ask_human)
             else:
-                row = await run_one(entry.item, probe.root, examinee, modality, ask_human=ask_human)
-            return ProbeSample(id=entry.id, source=entry.source, role=entry.role, sample=row, pair=probe.pair_of(entry.id)).to_json()  # type: ignore[arg-type]
+                row = await run_one(entry.item, probe.root, examinee, modality, ask_human=ask_human, encoding=encoding, budget=budget,
+                                    epoch=epoch, seed=seed)
+            return ProbeSample(id=unit.id, epoch=epoch, source=entry.source, role=entry.role, sample=row,  # type: ignore[arg-type]
+                               pair=probe.pair_of(entry.id)).to_json()
 
-        async def forget(entry: Entry) -> None:
-            if entry.source == "audit" and not keep_checkpoints:
-                await saver.adelete_thread(run.thread_id(entry.id))
+        async def forget(unit: run_loop.EpochUnit[Entry]) -> None:
+            if unit.item.source == "audit" and not keep_checkpoints:
+                await saver.adelete_thread(run.thread_id(unit.id))
 
-        await run_loop.examine(run, entries, examine_one, workers=run_loop.worker_count(examinee, concurrency), on_sample=on_sample,
-                               after_append=forget)
-    return write_results(run, probe, entries)
+        await run_loop.examine(run, run_loop.epoch_units(entries, epochs), examine_one, workers=run_loop.worker_count(examinee, concurrency),
+                               on_sample=on_sample, after_append=forget)
+    models = {"examinee": (run.header.get("identity") or {}).get("model") or getattr(examinee, "name", None)}
+    return write_results(run, probe, entries, epochs=epochs, models=models, pricing=pricing, budget=budget.to_json() if budget else None)
 
 
-def write_results(run: RunDir, probe: ProbeSet, entries: list[Entry]) -> dict[str, Any]:
-    """Paired metrics over the finished samples; written atomically to results.json."""
+HEADLINE = ("sensitivity", "grounded_accuracy", "localization_follow", "invariance")
+
+
+def write_results(run: RunDir, probe: ProbeSet, entries: list[Entry], *, epochs: int = 1, models: dict[str, str | None] | None = None,
+                  pricing: dict[str, dict[str, float]] | None = None, budget: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Paired metrics over the finished samples of epoch 0, the epochs reduced, tokens and cost; written atomically to results.json.
+
+    A pair is made of two samples of the same epoch. Samples not asked (token budget, text encoding) are
+    counted in ``skipped`` and pair with nothing.
+    """
+    from collections import Counter
+
+    from ecgtrace.agents.exam.run_control import epoch_summary, usage_summary
     from ecgtrace.agents.probe.metrics import summarize_probe
 
     wanted = {e.id for e in entries}
     pairs = [p for p in probe.pairs if p["id"] in wanted or p["status"] == "dropped" and p["original"] in wanted]
     options = probe.n_options()
-    return run_loop.write_results(run, entries, lambda rows: summarize_probe(rows, pairs, options), kind="probe",
-                                  probe_set={"path": str(probe.root), "counts": probe.manifest.get("counts"), "kinds": probe.manifest.get("kinds")})
+    epochs = max(1, int(epochs))
+    rows = [r for r in run.samples() if item_id_of(r) in wanted and int(r.get("epoch") or 0) < epochs]
+
+    def metrics(of: list[dict[str, Any]]) -> dict[str, Any]:  # rows of one epoch, paired by item id
+        return summarize_probe([{**r, "id": item_id_of(r)} for r in of if not r["sample"].get("skipped")], pairs, options)
+
+    first = [r for r in rows if not r.get("epoch")]
+    skipped = [r for r in first if r["sample"].get("skipped")]
+    results = {"kind": "probe", "probe_set": {"path": str(probe.root), "counts": probe.manifest.get("counts"), "kinds": probe.manifest.get("kinds")},
+               "run_id": run.run_id, "n_items": len(entries), "n_finished": len(first), "n_answered": len(first) - len(skipped),
+               "complete": len(rows) == len(entries) * epochs, **metrics(first)}
+    results["skipped"] = {"n": len(skipped), "by_kind": dict(sorted(Counter(r["sample"]["skipped"]["kind"] for r in skipped).items())),
+                          "ids": sorted(r["id"] for r in skipped), "budget": budget}
+    inner = [r["sample"] for r in rows if not r["sample"].get("skipped")]
+    if epochs > 1:
+        by_id = {r["id"]: r for r in rows}
+
+        def headline(samples: list[dict[str, Any]]) -> dict[str, float | None]:
+            overall = metrics([by_id[s["id"]] for s in samples])["overall"]
+            return {name: overall[name]["value"] for name in HEADLINE}
+
+        results["epochs"] = epoch_summary(inner, epochs, headline)
+    results["usage"] = usage_summary(inner, models or {}, pricing)
+    run.write_results(results)
+    return results

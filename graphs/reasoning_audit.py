@@ -93,9 +93,27 @@ class AuditContext:
     budget: PromptBudget | None = None
 
 
+#: Items validated, by ``id`` of the state's item dict (kept alive with it, so an id is never reused while cached).
+_VALIDATED: dict[int, tuple[dict[str, Any], AuditItem]] = {}
+_VALIDATED_MAX = 4096
+
+
 def item_of(state: AuditState) -> AuditItem:
-    """The state's item as its contract (the node boundary)."""
-    return AuditItem.model_validate(state["item"])
+    """The state's item as its contract (the node boundary); read-only.
+
+    LangGraph hands every superstep of a thread the same item dict, so the
+    pydantic validation (a fifth of the graph's own CPU per turn) runs once per
+    dict object: a resumed or edited state brings a new dict and is validated again.
+    """
+    data = state["item"]
+    hit = _VALIDATED.get(id(data))
+    if hit is not None and hit[0] is data:
+        return hit[1]
+    item = AuditItem.model_validate(data)
+    if len(_VALIDATED) >= _VALIDATED_MAX:
+        _VALIDATED.clear()
+    _VALIDATED[id(data)] = (data, item)
+    return item
 
 
 def history(state: AuditState) -> list[dict[str, str]]:

@@ -32,7 +32,7 @@ FEATURES: dict[str, FeatureSpec] = {
     "n_beats": FeatureSpec("count", "window", "beats in the window"),
     "rr_irregularity_pct": FeatureSpec("%", "window", "mean |successive RR difference| / mean RR between non-ventricular beats"),
     "max_rr_ms": FeatureSpec("ms", "window", "longest RR interval in the window"),
-    "premature_beat_count": FeatureSpec("count", "window", "beats whose RR is < 85 % of the median of the 5 preceding RRs (timing only)"),
+    "premature_beat_count": FeatureSpec("count", "window", "beats whose RR is < 85 % of the median of the 5 preceding RRs and that break the rhythm: a pause after them (next RR >= RR / 0.85), a run, or an interpolated beat (sinus arrhythmia's gradual shortening is not premature)"),
     "premature_narrow_count": FeatureSpec("count", "window", "premature beats with a measured QRS <= 120 ms"),
     "premature_wide_count": FeatureSpec("count", "window", "premature beats with a measured QRS > 120 ms"),
     "premature_qrs_ms": FeatureSpec("ms", "both", "median QRS duration of the wide premature beats (of all premature beats when none is wide); per lead: the same beats measured on that lead"),

@@ -130,6 +130,14 @@ class LabelMap(_Strict):
     diagnosis without settling it (a region-free ischemia statement for a
     regional graph): a record with one of them and no positive code is
     ambiguous, its windows dropped with that reason.
+    ``ptbxl_axis_ambiguous``: heart_axis values that do not settle the
+    graph's threshold (its windows dropped with that reason).
+    ``scp_absent_ambiguous``: when set (the reason, as text), a PTB-XL record
+    without any of the ``scp`` codes is ambiguous rather than negative (a code
+    the database gives only beyond the graph's own threshold).
+    ``ludb_rate_doubtful_bpm``: ``[low, high]``: LUDB's rate statements use
+    cut-offs other than the graph's; a LUDB record whose rate by LUDB's own
+    QRS marks lies in this band is ambiguous either way.
     """
 
     beat_symbols: list[str] = Field(default_factory=list)
@@ -145,6 +153,16 @@ class LabelMap(_Strict):
     scp_ambiguous: list[str] = Field(default_factory=list)
     snomed_ambiguous: list[str] = Field(default_factory=list)
     ludb_ambiguous: list[str] = Field(default_factory=list)
+    ptbxl_axis_ambiguous: list[str] = Field(default_factory=list)
+    scp_absent_ambiguous: str | None = None
+    ludb_rate_doubtful_bpm: tuple[float, float] | None = None
+
+    @field_validator("ludb_rate_doubtful_bpm")
+    @classmethod
+    def _band_ordered(cls, value: tuple[float, float] | None) -> tuple[float, float] | None:
+        if value is not None and not 0 < value[0] < value[1]:
+            raise ValueError(f"ludb_rate_doubtful_bpm must be [low, high] with 0 < low < high, got {list(value)}")
+        return value
 
 
 class DiagnosisGraph(_Strict):

@@ -12,8 +12,10 @@ optionally, P peaks already known to be non-conducted premature atrial beats
   its P-P from the previous P is under ``premature_pp_ratio`` x the median P-P
   around it; otherwise it is an on-time sinus P that the AV node dropped.
 - Dropped on-time P waves: three or more in a row each with exactly one
-  conducted beat between them are **2:1 AV block** (``avb_2to1``); otherwise a
-  drop whose PR lengthens into it (``>= pr_step_ms`` between the last two
+  conducted beat between them are **2:1 AV block** (``avb_2to1``) when the
+  conducted beats keep one PR (within ``two_to_one_pr_range_ms``, at most one
+  beat without a P in reach); a run whose PR drifts is AV dissociation near 2:1
+  and is reported as third-degree block. Otherwise a drop whose PR lengthens into it (``>= pr_step_ms`` between the last two
   conducted beats) and shortens after it is **Mobitz I**; a drop with constant PR
   around it (``< pr_step_ms`` each side) is **Mobitz II**; any other drop is left
   unclassified (counted under ``unclassified_drops``). Drops of one type with at
@@ -22,7 +24,9 @@ optionally, P peaks already known to be non-conducted premature atrial beats
 - **Third-degree AV block** (``avb3``): at least ``avb3_min_beats`` consecutive
   beats, each in a window of 4 beats that holds at least ``avb3_p_ratio`` P waves
   per beat and whose P-to-R distances spread over more than ``avb3_pr_range_ms``
-  (no fixed PR: the atria and ventricles beat independently). Second-degree drops
+  (no fixed PR: the atria and ventricles beat independently), with P waves at a
+  regular rate of at most ``avb3_max_atrial_bpm`` (80 % of P-P within 15 % of one
+  or two median cycles; flutter waves are not dissociated sinus P). Second-degree drops
   inside it are not reported again.
 """
 
@@ -44,6 +48,8 @@ DEFAULT_CONDUCTION_PARAMS: dict[str, Any] = {
     "avb3_min_beats": 4,
     "avb3_p_ratio": 1.4,
     "avb3_pr_range_ms": 150.0,
+    "two_to_one_pr_range_ms": 40.0,
+    "avb3_max_atrial_bpm": 150.0,
 }
 
 
@@ -96,7 +102,21 @@ def conduction_events(beats: np.ndarray, p_peaks: np.ndarray, fs_hz: float, *, b
             continue
         drops.append((i, _drop_type(pr_ms, i, p)))
     _second_degree_episodes(drops, out, p)
+    # every third-degree episode (dissociation found by P counts, or near 2:1 by a drifting PR) needs sinus-like atria
+    out["events"] = [e for e in _merge_avb3(out["events"]) if e[0] != "avb3" or _sinus_like_atria(p_peaks, int(beats[e[1]]), int(beats[e[2]]), fs_hz, p)]
     return out
+
+
+def _merge_avb3(events: list[tuple[str, int, int, dict[str, Any]]]) -> list[tuple[str, int, int, dict[str, Any]]]:
+    """Third-degree episodes that overlap or lie within 3 beats of each other are one block."""
+    blocks = sorted((e for e in events if e[0] == "avb3"), key=lambda e: e[1])
+    merged: list[list[Any]] = []
+    for _, a, b, extra in blocks:
+        if merged and a - merged[-1][2] <= 3:
+            merged[-1][2] = max(merged[-1][2], b)
+        else:
+            merged.append(["avb3", a, b, extra])
+    return [e for e in events if e[0] != "avb3"] + [tuple(m) for m in merged]  # type: ignore[misc]
 
 
 def _drop_type(pr_ms: np.ndarray, i: int, p: dict[str, Any]) -> str:
@@ -121,7 +141,13 @@ def _second_degree_episodes(drops: list[tuple[int, str]], out: dict[str, Any], p
         if j == len(drops) or idx[j] - idx[j - 1] != 1:
             if j - start >= 3:
                 two_to_one[start:j] = True
-                out["events"].append(("avb_2to1", idx[start], idx[j - 1] + 1, {"drops": j - start}))
+                a, b = idx[start], idx[j - 1] + 1
+                pr = out["pr_ms"][a : b + 1]
+                # 2:1 conducts every other P with one PR; a PR that drifts (or a beat with no P in reach) is AV
+                # dissociation near 2:1: third degree
+                steady = np.isfinite(pr).sum() >= pr.size - 1 and np.ptp(pr[np.isfinite(pr)]) <= p["two_to_one_pr_range_ms"]
+                kind = "avb_2to1" if steady else "avb3"
+                out["events"].append((kind, a, b, {"drops": j - start} if kind == "avb_2to1" else {}))
             start = j
     episode: list[Any] = []
     for j, (i, kind) in enumerate(drops):
@@ -157,4 +183,21 @@ def _third_degree(beats: np.ndarray, p_peaks: np.ndarray, pr_ms: np.ndarray, fs_
     spread = gaps.max(axis=1) - gaps.min(axis=1)
     for i in np.flatnonzero((ratio >= p["avb3_p_ratio"]) & (spread > p["avb3_pr_range_ms"])) + w:
         flag[i - w + 1 : i + 1] = True
-    return [(a, b) for a, b in _runs(flag) if b - a + 1 >= p["avb3_min_beats"]]
+    runs: list[list[int]] = []
+    for a, b in _runs(flag):
+        if runs and a - runs[-1][1] <= 3:  # one or two beats that happen to sit at a normal PR do not end the block
+            runs[-1][1] = b
+        else:
+            runs.append([a, b])
+    return [(a, b) for a, b in runs if b - a + 1 >= p["avb3_min_beats"]]
+
+
+def _sinus_like_atria(p_peaks: np.ndarray, start: int, stop: int, fs_hz: float, p: dict[str, Any]) -> bool:
+    """Dissociated atria beat regularly, at most ``avb3_max_atrial_bpm``: flutter waves or noise taken for P waves do not."""
+    pp = np.diff(p_peaks[(p_peaks >= start) & (p_peaks <= stop)]) / fs_hz
+    if pp.size < 3:
+        return False
+    med = float(np.median(pp))
+    cycles = pp / med
+    regular = np.mean(np.abs(cycles - np.round(cycles).clip(1, None)) <= 0.15) >= 0.8  # a P hidden in a QRS spans two cycles
+    return bool(regular and 60.0 / med <= p["avb3_max_atrial_bpm"])

@@ -21,6 +21,7 @@ Rules (the synthetic holtercare schedule and MIT-BIH's ``j``/``E`` beats and
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -109,3 +110,15 @@ def escape_events(samples: np.ndarray, classes: np.ndarray, fs_hz: float, symbol
                 events.append((kind, a, a))
                 used[a] = True
     return events, used
+
+
+def no_escape_mask(samples: np.ndarray, irregular: np.ndarray, spans: Sequence[tuple[int, int]]) -> np.ndarray:
+    """Beats that are never escape beats by lateness: in AF or flutter, the first beat after them, and a beat
+    whose RR touches an artifact span (a long RR there is lost beats, not a sinus failure)."""
+    out = irregular.copy()
+    out[1:] |= irregular[:-1]
+    for a, b in spans:
+        i = int(np.searchsorted(samples, b, side="left"))
+        lo = int(np.searchsorted(samples, a, side="left"))
+        out[lo : min(i + 1, out.size)] = True
+    return out

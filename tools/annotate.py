@@ -148,6 +148,9 @@ def annotation_versions() -> dict[str, str]:
         "annotations": _module_version("annotations", ("ANNOTATIONS_VERSION",)),
         "af": _module_version("af", ("AF_VERSION",)),
         "rhythm": _module_version("rhythm", ("RHYTHM_VERSION",)),
+        "rhythm_signal": _module_version("rhythm_signal", ("SIGNAL_INPUTS_VERSION",)),
+        "holter_p": _module_version("holter_p", ("HOLTER_P_VERSION",)),
+        "rhythm_waves": _module_version("_rhythm_waves", ("WAVES_VERSION",)),
         "hr": _module_version("hr", ("HR_VERSION",)),
         "beats": _module_version("beats", ("BEATS_VERSION", "ALGORITHM_VERSION", "VERSION", "__version__")),
         "classify": _module_version("classify", ("CLASSIFY_VERSION", "VERSION", "__version__")),
@@ -304,7 +307,12 @@ def _run_pipeline(info: RecordInfo, base: Path, ref_path: Path | None, workers: 
 
     t0 = time.perf_counter()
     source = "reference" if ref_path is not None else "detected"
-    events = detect_events(samples, classes, fs, af=af2, artifact_spans=artifact_spans, n_samples=info.n_samples, beat_source=source)
+    signal_inputs: dict[str, Any] = {"kwargs": {}, "undecided": [], "provenance": None}
+    if source == "detected":  # no .atr: P waves (AV block, blocked PACs, junctional beats) and VF/VFL from the signal
+        from ecgtrace.tools.rhythm_signal import signal_event_inputs
+
+        signal_inputs = signal_event_inputs(info, samples, classes, artifact_spans=artifact_spans, p_wave_present=p_wave)
+    events = detect_events(samples, classes, fs, af=af2, artifact_spans=artifact_spans, n_samples=info.n_samples, beat_source=source, **signal_inputs["kwargs"])
     _stage(timings, "rhythm", t0)
     report("rhythm", 1, 1)
 
@@ -316,6 +324,7 @@ def _run_pipeline(info: RecordInfo, base: Path, ref_path: Path | None, workers: 
     return {
         "samples": samples, "classes": classes, "af": af2, "artifact_spans": artifact_spans, "events": events,
         "hr": hr, "per_minute": per_minute, "beat_provenance": beat_prov, "class_provenance": class_prov,
+        "rhythm_inputs": {"provenance": signal_inputs["provenance"], "undecided": signal_inputs["undecided"]},
     }
 
 
@@ -332,6 +341,7 @@ def _assemble(info: RecordInfo, r: dict[str, Any], provenance: dict[str, Any], t
     )
     annotation.provenance["params"]["beats_provenance"] = plain_json(r["beat_provenance"])
     annotation.provenance["params"]["classes_provenance"] = plain_json(r["class_provenance"])
+    annotation.provenance["params"]["rhythm_inputs"] = plain_json(r["rhythm_inputs"])  # where events came from, and the kinds left undecided
     annotation.summary = build_summary(annotation, record_hash)
     return annotation
 

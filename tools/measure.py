@@ -16,6 +16,10 @@ given, the peaks found by a small multi-lead detector inside the window.
   (:func:`~ecgtrace.tools._delineate_p.p_wave_rule`), removed everywhere
   otherwise (AF); with 3+ leads, a boundary more than ``CROSS_LEAD_LIMIT_MS``
   from the median of the leads is moved to that median.
+* Beat-to-beat rule (before the cross-lead one): within a lead, P on/off and T
+  off of beats of the dominant morphology are pulled towards the running median
+  of their distance from R, and replaced by it when they stray
+  (:mod:`~ecgtrace.tools._delineate_consistency`).
 * :func:`write_waves`: the fiducials as a WFDB annotation file in the QT
   database convention ('(' onset, 'p'/'N'/'t' peak, ')' offset; ``num`` = 0 for
   P, 1 for QRS, 2 for T on the onset/offset marks; ``chan`` = lead index).
@@ -35,13 +39,14 @@ from ecgtrace.errors import EcgTraceError
 from ecgtrace.jsonio import write_through_temp_folder
 from ecgtrace.tools._atrial import atrial_activity
 from ecgtrace.tools._delineate import AMPLITUDES, POINTS, SIGNAL_KEYS, DelineationParams, delineate_lead, preprocess
+from ecgtrace.tools._delineate_consistency import ConsistencyParams, beat_consistency
 from ecgtrace.tools._delineate_p import clear_p_marks, p_wave_rule
 from ecgtrace.tools._delineate_measures import LeadMeasurements, WindowMeasurements, measure_delineation
 from ecgtrace.tools._delineate_waves import global_j_point, lead_morphology, pathological_q
 from ecgtrace.tools._delineation import INTERNAL_FS_HZ, Delineation, LeadFiducials, marks_to_record, to_internal
 from ecgtrace.tools.records import SignalWindow
 
-MEASURE_VERSION = "2"
+MEASURE_VERSION = "3"  # 3: beat-to-beat template projection of P on/off and T off (_delineate_consistency)
 CROSS_LEAD_MIN_LEADS = 3
 P_LEAD_SHARE = 0.25
 CROSS_LEAD_LIMIT_MS = {"p_on": 30.0, "p_off": 16.0, "qrs_on": 6.0, "qrs_off": 6.0, "t_on": 40.0, "t_off": 20.0}  # set on the tuning half
@@ -180,6 +185,8 @@ def delineate(
     *,
     params: DelineationParams | None = None,
     cross_lead: bool = True,
+    consistency: ConsistencyParams | None = None,
+    beat_template: bool = True,
 ) -> Delineation:
     """Delineate every lead of ``window`` around the beats.
 
@@ -195,6 +202,8 @@ def delineate(
             see ``benchmarks/delineation.py``).
         cross_lead: with 3 or more leads, pull a lead's boundary that strays
             from the median of the leads back to it (see ``CROSS_LEAD_LIMIT_MS``).
+        consistency: constants of the beat-to-beat template projection
+            (:mod:`ecgtrace.tools._delineate_consistency`); ``beat_template=False`` turns it off.
     """
     if window.fs_hz <= 0:
         raise EcgTraceError(f"fs_hz must be > 0, got {window.fs_hz}")
@@ -208,6 +217,8 @@ def delineate(
     local = np.clip(local, 0, max(x_int.shape[0] - 1, 0))
     results = [delineate_lead(x_int[:, j], fs_int, local, p) for j in range(len(window.leads))]
     p_waves = _p_rule_all_leads(results, fs_int, p)
+    cp = consistency or ConsistencyParams()
+    projected = sum(beat_consistency(res, local, fs_int, cp) for res in results) if beat_template else 0
     corrected = _cross_lead_correction(results, fs_int) if cross_lead and len(results) >= CROSS_LEAD_MIN_LEADS else 0
     j_point = global_j_point(np.stack([res["qrs_off"] for res in results])) if results else np.zeros(0, dtype=np.int64)
     per_lead = {lead: _lead_result(lead, res, pw, fs_int, window, j_point) for lead, res, pw in zip(window.leads, results, p_waves)}
@@ -224,7 +235,7 @@ def delineate(
         beat_source=source,
         per_lead=per_lead,
         params={"delineation": p.to_json(), "internal_fs_hz": float(fs_int), "cross_lead": bool(cross_lead and len(results) >= CROSS_LEAD_MIN_LEADS),
-                "cross_lead_corrected": int(corrected)},
+                "cross_lead_corrected": int(corrected), "beat_template": cp.to_json() if beat_template else None, "beat_template_moved": int(projected)},
         version=MEASURE_VERSION,
         atrial=atrial,
     )

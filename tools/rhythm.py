@@ -46,10 +46,10 @@ import numpy as np
 
 from ecgtrace.contracts.vocabulary import EVENT_KINDS, NOTE_ALIASES, RHYTHM_NOTES
 from ecgtrace.tools._rhythm_conduction import DEFAULT_CONDUCTION_PARAMS, conduction_events
-from ecgtrace.tools._rhythm_escape import DEFAULT_ESCAPE_PARAMS, escape_events
+from ecgtrace.tools._rhythm_escape import DEFAULT_ESCAPE_PARAMS, escape_events, no_escape_mask
 from ecgtrace.tools.af import AfResult, _runs, as_beat_samples, detect_af
 
-RHYTHM_VERSION = "1.0"
+RHYTHM_VERSION = "1.1"
 
 DEFAULT_RHYTHM_PARAMS: dict[str, Any] = {
     "vt_min_rate_bpm": 100.0,
@@ -203,6 +203,7 @@ def detect_events(
     p_wave_samples: np.ndarray | None = None,
     blocked_pac_samples: np.ndarray | None = None,
     rhythm_spans: Sequence[dict[str, Any]] = (),
+    conduction_beat_samples: np.ndarray | None = None,
     **thresholds: Any,
 ) -> list[dict[str, Any]]:
     """Detect rhythm events in a classified beat stream.
@@ -231,6 +232,8 @@ def detect_events(
         rhythm_spans: Episodes known from elsewhere, ``{kind, onset_sample,
             offset_sample}`` with kind in :data:`SPAN_KINDS` (rhythm notes, or a
             wave detector): emitted as events; no pause or asystole inside VF/VFL.
+        conduction_beat_samples: Per beat, the R fiducial PR is measured to (e.g.
+            :attr:`ecgtrace.tools.holter_p.PWaves.r_fiducial`); default ``beat_samples``.
         **thresholds: Overrides of :data:`DEFAULT_RHYTHM_PARAMS`.
 
     Returns:
@@ -270,14 +273,19 @@ def detect_events(
     in_span = _mask_in_spans(samples, [(int(r["onset_sample"]), int(r["offset_sample"])) for r in known])
     # AF and flutter beats lack a P wave for another reason: they count as having one (never junctional)
     p_or_excused = None if p_wave_present is None else np.asarray(p_wave_present, bool) | af_mask | in_span
-    escapes, escape_used = escape_events(samples, classes, fs_hz, beat_symbols, p_or_excused, p, irregular=af_mask | in_span)
+    escapes, escape_used = escape_events(samples, classes, fs_hz, beat_symbols, p_or_excused, p, irregular=no_escape_mask(samples, af_mask | in_span, spans))
     events += [_event(kind, samples, a, b, fs_hz, prov) for kind, a, b in escapes]
     events += _ectopic_events(samples, is_v & ~escape_used, is_n, fs_hz, p, "v", prov)
     events += _ectopic_events(samples, is_s, is_n, fs_hz, p, "s", prov)
     events += _pause_events(samples, spans, no_qrs, fs_hz, p, prov)
     events += _span_events(samples, known, fs_hz, prov)
     if p_wave_samples is not None or blocked_pac_samples is not None:
-        events += _conduction(samples, p_wave_samples, blocked_pac_samples, af_mask | in_span, fs_hz, p, prov)
+        fiducial = samples if conduction_beat_samples is None else np.asarray(conduction_beat_samples, dtype=np.int64)
+        if fiducial.size != samples.size:
+            raise ValueError(f"conduction_beat_samples has {fiducial.size} entries for {samples.size} beats")
+        events += _conduction(samples, fiducial, p_wave_samples, blocked_pac_samples, af_mask | in_span, fs_hz, p, prov)
+    # in complete AV block the narrow escape rhythm is part of the block, not a separate junctional rhythm
+    events = _absorb_escapes_into_avb3(events, samples, fs_hz)
     # beats of flutter, AV block, escape beats and rhythms are not sinus beats, whatever their class
     not_sinus = af_mask | in_span
     for e in events:
@@ -293,6 +301,29 @@ def detect_events(
         })
     events.sort(key=lambda e: (e["onset_sample"], e["offset_sample"], e["kind"]))
     return events
+
+
+def _absorb_escapes_into_avb3(events: list[dict[str, Any]], samples: np.ndarray, fs_hz: float) -> list[dict[str, Any]]:
+    """Junctional beats and rhythms inside, or within 2 beats of, a third-degree block are its escape rhythm:
+    the block grows over them and they are not reported again."""
+    blocks = [e for e in events if e["kind"] == "avb3"]
+    if not blocks:
+        return events
+    out = []
+    for e in events:
+        if e["kind"] in ("junctional_rhythm", "junctional_escape"):
+            host = next((b for b in blocks if e["first_beat"] <= b["last_beat"] + 2 and e["last_beat"] >= b["first_beat"] - 2), None)
+            if host is not None:
+                first, last = min(host["first_beat"], e["first_beat"]), max(host["last_beat"], e["last_beat"])
+                host.update(_event("avb3", samples, first, last, fs_hz, host["provenance"]))
+                continue
+        out.append(e)
+    blocks.sort(key=lambda b: b["first_beat"])
+    for prev, nxt in zip(blocks, blocks[1:]):  # blocks that grew into each other are one
+        if nxt["first_beat"] - prev["last_beat"] <= 3:
+            nxt.update(_event("avb3", samples, prev["first_beat"], max(prev["last_beat"], nxt["last_beat"]), fs_hz, nxt["provenance"]))
+            prev["kind"] = None
+    return [e for e in out if e["kind"] is not None]
 
 
 def _mask_in_spans(samples: np.ndarray, spans: Sequence[tuple[int, int]]) -> np.ndarray:
@@ -333,10 +364,10 @@ def _span_events(samples: np.ndarray, known: Sequence[dict[str, Any]], fs_hz: fl
     return out
 
 
-def _conduction(samples: np.ndarray, p_waves: np.ndarray | None, blocked: np.ndarray | None, no_p_expected: np.ndarray, fs_hz: float, p: dict[str, Any], prov: dict[str, Any]) -> list[dict[str, Any]]:
+def _conduction(samples: np.ndarray, fiducial: np.ndarray, p_waves: np.ndarray | None, blocked: np.ndarray | None, no_p_expected: np.ndarray, fs_hz: float, p: dict[str, Any], prov: dict[str, Any]) -> list[dict[str, Any]]:
     """AV-block and non-conducted-PAC events from P-wave peaks (outside AF/flutter)."""
     keys = DEFAULT_CONDUCTION_PARAMS.keys()
-    found = conduction_events(samples, np.asarray(p_waves if p_waves is not None else [], dtype=np.int64), fs_hz,
+    found = conduction_events(fiducial, np.asarray(p_waves if p_waves is not None else [], dtype=np.int64), fs_hz,
                               blocked_pac=blocked, **{k: p[k] for k in keys})
     out = []
     for kind, a, b, extra in found["events"]:

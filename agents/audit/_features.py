@@ -25,7 +25,7 @@ from ecgtrace.jsonio import plain_json
 from ecgtrace.tools.measure import WindowMeasurements, measure_window
 from ecgtrace.tools.records import SignalWindow
 
-FEATURES_VERSION = "4"
+FEATURES_VERSION = "5"
 PREMATURE_RATIO = 0.85  # RR < 85 % of the reference RR ...
 REFERENCE_RRS = 5  # ... the median of the (up to) 5 preceding RR intervals
 WIDE_QRS_MS = 120.0
@@ -59,7 +59,7 @@ class Rhythm:
     samples: np.ndarray
     classes: list[str]
     rr_ms: np.ndarray  # RR before each beat (from the beat before the window for the first)
-    premature: np.ndarray  # bool, only where a reference RR exists
+    premature: np.ndarray  # bool, only where a reference RR exists (see early_against_rhythm)
     in_rr_ms: np.ndarray  # RR between beats both inside the window
 
 
@@ -95,6 +95,28 @@ def _rate_bpm(samples: np.ndarray, fs_hz: float) -> float | None:
     return 60.0 * fs_hz / float(np.mean(np.diff(samples)))
 
 
+def early_against_rhythm(early: np.ndarray, rr_ms: np.ndarray, next_rr_ms: np.ndarray, ref_rr_ms: np.ndarray) -> np.ndarray:
+    """Premature beats: early by timing *and* out of step with the rhythm after them.
+
+    Sinus arrhythmia shortens the RR gradually, so a beat can come 15 % before the
+    median of the RRs before it with no ectopy at all; a premature beat breaks the
+    rhythm instead. An early beat stays premature when the RR after it is a pause
+    (at least its own RR / PREMATURE_RATIO), when the beat after it is premature
+    too (a run; checked from the last beat back), or when the two RRs around it
+    add up to about one reference RR (an interpolated beat). Without a following
+    beat, timing alone decides.
+    """
+    out = early.copy()
+    for k in range(early.size - 1, -1, -1):
+        if not early[k] or not np.isfinite(next_rr_ms[k]):
+            continue
+        pause = next_rr_ms[k] >= rr_ms[k] / PREMATURE_RATIO
+        run = k + 1 < early.size and bool(out[k + 1])
+        interpolated = rr_ms[k] + next_rr_ms[k] <= (2.0 - PREMATURE_RATIO) * ref_rr_ms[k]
+        out[k] = bool(pause or run or interpolated)
+    return out
+
+
 def _rhythm(window: SignalWindow, table: BeatTable) -> Rhythm:
     """The window's beats with their RRs, using the beats just before the window for the first RRs."""
     fs = float(window.fs_hz)
@@ -110,7 +132,12 @@ def _rhythm(window: SignalWindow, table: BeatTable) -> Rhythm:
             prev = np.diff(all_samples[max(idx - 1 - REFERENCE_RRS, 0) : idx])
             prev_rr_ms[k] = float(np.median(prev)) * 1000.0 / fs
     with np.errstate(invalid="ignore"):
-        premature = (rr_ms < PREMATURE_RATIO * prev_rr_ms) & np.isfinite(prev_rr_ms)
+        early = (rr_ms < PREMATURE_RATIO * prev_rr_ms) & np.isfinite(prev_rr_ms)
+    next_rr_ms = np.full(samples.size, np.nan)
+    for k, idx in enumerate(inside):
+        if idx + 1 < all_samples.size:
+            next_rr_ms[k] = (all_samples[idx + 1] - all_samples[idx]) * 1000.0 / fs
+    premature = early_against_rhythm(early, rr_ms, next_rr_ms, prev_rr_ms)
     return Rhythm(samples=samples, classes=[str(c) for c in np.asarray(table.classes)[inside]], rr_ms=rr_ms, premature=premature,
                   in_rr_ms=np.diff(samples) * 1000.0 / fs)
 

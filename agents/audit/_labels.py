@@ -7,7 +7,8 @@ Sources, by record kind:
 * ``ptbxl``: ``ptbxl_database.csv`` SCP codes of human-validated records
   (likelihood 100 for diagnostic statements; any mention of a rhythm/form
   statement) and the ``heart_axis`` column;
-* ``ludb``: ``ludb.csv`` diagnoses (or the header's diagnosis comments);
+* ``ludb``: ``ludb.csv`` diagnoses (or the header's diagnosis comments), and the
+  rate from LUDB's own QRS marks for statements whose cut-offs are not the graph's;
 * ``cinc``: SNOMED CT codes of the header's ``#Dx:`` line.
 
 :meth:`RecordLabels.label` answers True, False or None (ambiguous: the window
@@ -89,6 +90,7 @@ class RecordLabels:
     scp_likelihood: dict[str, float] = field(default_factory=dict)
     axis: str | None = None
     ludb_lines: list[str] = field(default_factory=list)
+    ludb_rate_bpm: float | None = None  # from LUDB's own QRS marks (cardiologists'), not from our detectors
     snomed: set[str] = field(default_factory=set)
 
     @property
@@ -108,7 +110,7 @@ class RecordLabels:
         if self.kind == "ptbxl":
             return bool(lm.scp) or (bool(lm.ptbxl_axis) and bool(self.axis))
         if self.kind == "ludb":
-            return bool(lm.ludb)
+            return bool(lm.ludb or lm.ludb_ambiguous)  # only ambiguous positives: the other records are still negatives
         if self.kind == "cinc":
             return bool(lm.snomed)
         return False
@@ -134,13 +136,23 @@ class RecordLabels:
                 elif related := [c for c in lm.scp_ambiguous if c in self.scp_positive | self.scp_uncertain]:
                     votes.append(None)
                     why = f"scp {related[0]} (related statement)"
+                elif lm.scp_absent_ambiguous:
+                    votes.append(None)
+                    why = f"scp {lm.scp[0]} absent: {lm.scp_absent_ambiguous}"
                 else:
                     votes.append(False)
             if lm.ptbxl_axis and self.axis:
-                votes.append(self.axis in lm.ptbxl_axis)
+                if self.axis in lm.ptbxl_axis_ambiguous:
+                    votes.append(None)
+                    why = why or f"ptbxl heart_axis {self.axis} does not settle the threshold"
+                else:
+                    votes.append(self.axis in lm.ptbxl_axis)
             label = _combine(votes)
             return label, (why or "ptbxl labels disagree") if label is None else ""
         if self.kind == "ludb":
+            band = lm.ludb_rate_doubtful_bpm
+            if band is not None and self.ludb_rate_bpm is not None and band[0] <= self.ludb_rate_bpm <= band[1]:
+                return None, f"ludb rate convention: {self.ludb_rate_bpm:.1f} bpm by LUDB's QRS marks lies in {band[0]:g}-{band[1]:g} bpm"
             if any(_ludb_match(self.ludb_lines, p) for p in lm.ludb):
                 return True, ""
             related = [p for p in lm.ludb_ambiguous if _ludb_match(self.ludb_lines, p)]
@@ -230,6 +242,31 @@ def _combine(votes: list[bool | None]) -> bool | None:
     return None
 
 
+#: LUDB's per-lead wave files, in the order their QRS marks are tried for the reference rate.
+LUDB_RATE_LEADS = ("ii", "i", "v5", "v2", "iii", "avf", "v1", "v3", "v4", "v6", "avl", "avr")
+
+
+def ludb_reference_rate_bpm(base: Path, fs_hz: float) -> float | None:
+    """Heart rate (bpm) from LUDB's cardiologist QRS peaks (``N`` between ``(`` and ``)``) of the first lead file present.
+
+    None when no wave file has at least two QRS peaks. LUDB's rate statements
+    (sinus brady-/tachycardia) are read against this rate, never against ours.
+    """
+    import wfdb
+
+    for lead in LUDB_RATE_LEADS:
+        if not Path(f"{base}.{lead}").is_file():
+            continue
+        try:
+            ann = wfdb.rdann(str(base), lead)
+        except (OSError, ValueError):
+            continue
+        peaks = np.asarray([s for s, sym in zip(ann.sample, ann.symbol) if sym == "N"], dtype=float)
+        if peaks.size >= 2:
+            return 60.0 * fs_hz / float(np.mean(np.diff(peaks)))
+    return None
+
+
 def record_labels(record_path: str | Path, info: Any, ref: Any) -> RecordLabels:
     """Find the expert labels that come with a record (``ref``: its reference annotations or None)."""
     base = Path(info.path)
@@ -255,7 +292,7 @@ def record_labels(record_path: str | Path, info: Any, ref: Any) -> RecordLabels:
     if ludb_csv is not None and base.name.isdigit():
         lines = _ludb_table(str(ludb_csv)).get(base.name)
         if lines is not None:
-            return RecordLabels(kind="ludb", method="ludb.csv", ludb_lines=lines, **common)
+            return RecordLabels(kind="ludb", method="ludb.csv", ludb_lines=lines, ludb_rate_bpm=ludb_reference_rate_bpm(base, float(info.fs_hz)), **common)
     dx = [c.split(":", 1)[1] for c in info.comments if c.strip().lower().startswith("dx:")]
     if dx:
         codes = {code.strip() for code in dx[0].split(",") if code.strip()}

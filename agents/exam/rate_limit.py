@@ -1,129 +1,139 @@
-"""Requests-per-minute and tokens-per-minute limits, one budget however many processes share it.
+"""Requests-per-minute and tokens-per-minute limits (``--max-rpm``, ``--max-tpm``): one token bucket per limit.
 
-The budget itself is :class:`Buckets`: two GCRA token buckets (requests and
-tokens) that hand out *reservations*: ``reserve(tokens)`` books one request and
-``tokens`` tokens and returns how many seconds the caller must wait before
-sending it. Because a reservation is a pure computation on the server's own
-clock, the same object can be called in this process, through a
-:mod:`multiprocessing` manager (local shards) or as a Ray actor (cluster
-shards, :mod:`ecgtrace.commands._exam_shards`): callers never compare clocks.
+What an examinee awaits before each request is a :class:`RateLimit`, a small
+protocol: ``await acquire(tokens)`` books one request of about ``tokens``
+tokens and returns once it may go; ``await settle(booked, usage)`` corrects the
+booking with what the server counted. :class:`RateLimiter` is the in-process
+one. A limit shared by several processes (shards, Ray workers) implements the
+same two methods on top of :class:`Buckets`, whose :meth:`Buckets.reserve` is a
+pure computation on the clock of wherever the buckets live (a manager process,
+a Ray actor), so callers never compare clocks.
 
-A request's token count is not known until the server answers, so the caller
-books an estimate (:func:`estimate_tokens`) and settles the difference with
-the server's ``usage`` afterwards (:meth:`RateLimiter.settle`), so the budget
-converges on what the server counts.
+The buckets are GCRA (generic cell rate algorithm) buckets: each unit moves a
+"theoretical arrival time" on by ``60 / per_minute`` seconds, a request waits
+until that time is less than :data:`BURST_S` ahead of now. A request's token
+count is not known until the server answers, so an estimate is booked
+(:func:`estimate_tokens`) and the difference settled afterwards, which makes
+the budget converge on what the server counts.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import threading
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Protocol
 
-#: How far ahead of the steady rate a burst may run (seconds of budget): a fresh limiter
-#: sends about ``limit / 60 * BURST_S`` at once, never a whole minute's worth.
+#: Seconds of budget a fresh bucket may spend at once: about ``limit / 60 * BURST_S`` requests go without waiting.
 BURST_S = 1.0
-#: Tokens booked for one image part before the server counts it (providers charge ~85-1500).
-IMAGE_TOKENS = 800
+#: Answer tokens booked when ``--max-tokens`` is not set.
+DEFAULT_ANSWER_TOKENS = 256
+
+
+class RateLimit(Protocol):
+    """What an examinee needs of a rate limit, wherever its budget lives."""
+
+    async def acquire(self, tokens: int) -> float:
+        """Book one request of about ``tokens`` tokens; return (after waiting) the seconds waited."""
+        ...
+
+    async def settle(self, booked: int, usage: dict[str, Any] | None) -> None:
+        """Correct a booking of ``booked`` tokens with the server's ``usage`` (its ``total_tokens``)."""
+        ...
 
 
 class TokenBucket:
-    """GCRA bucket of ``per_minute`` units; :meth:`reserve` returns the wait in seconds (never refuses)."""
+    """GCRA bucket of ``per_minute`` units; :meth:`reserve` books units and says how long to wait (it never refuses)."""
 
     def __init__(self, per_minute: float, burst_s: float = BURST_S) -> None:
-        if per_minute <= 0:
-            raise ValueError(f"a rate limit must be positive, got {per_minute:g}")
+        if not per_minute > 0:
+            raise ValueError(f"a rate limit must be positive, got {per_minute!r}")
         self.interval_s = 60.0 / float(per_minute)
         self.burst_s = float(burst_s)
-        self.tat = 0.0  # theoretical arrival time of the next unit (monotonic seconds)
+        self.tat_s: float | None = None  # theoretical arrival time of the next unit, on the caller's clock
 
     def reserve(self, units: float, now_s: float) -> float:
-        start = max(self.tat, now_s)
-        self.tat = start + max(0.0, units) * self.interval_s
+        """Book ``units`` at ``now_s``; the seconds to wait before using them."""
+        start = now_s if self.tat_s is None else max(self.tat_s, now_s)
+        self.tat_s = start + max(0.0, float(units)) * self.interval_s
         return max(0.0, start - now_s - self.burst_s)
 
     def adjust(self, units: float) -> None:
-        """Give back (negative) or take more (positive) units once the true cost is known."""
-        self.tat += units * self.interval_s
+        """Take more units (positive) or give some back (negative) once the true cost is known."""
+        if self.tat_s is not None:
+            self.tat_s += float(units) * self.interval_s
 
 
 class Buckets:
-    """The shared budget: requests per minute and tokens per minute (either may be None: unlimited)."""
+    """The budget itself: a request bucket and a token bucket (either may be None: unlimited). Thread-safe."""
 
-    def __init__(self, max_rpm: float | None, max_tpm: float | None) -> None:
-        self.max_rpm, self.max_tpm = max_rpm, max_tpm
-        self._requests = TokenBucket(max_rpm) if max_rpm else None
-        self._tokens = TokenBucket(max_tpm) if max_tpm else None
-        self._lock = threading.Lock()  # a manager serves calls from several threads
+    def __init__(self, max_rpm: float | None = None, max_tpm: float | None = None) -> None:
+        self.requests = TokenBucket(max_rpm) if max_rpm else None
+        self.tokens = TokenBucket(max_tpm) if max_tpm else None
+        self._lock = threading.Lock()  # a manager or actor may serve callers from several threads
 
-    def reserve(self, tokens: float) -> float:
-        now = time.monotonic()
+    def __getstate__(self) -> dict[str, Any]:
+        """Picklable (a shard worker gets a copy; a shared budget lives in one place instead): the lock is not sent."""
+        return {k: v for k, v in self.__dict__.items() if k != "_lock"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+    def reserve(self, tokens: float, now_s: float) -> float:
+        """Book one request of ``tokens`` tokens at ``now_s``; the seconds to wait (the longer of the two buckets')."""
         with self._lock:
-            waits = [b.reserve(units, now) for b, units in ((self._requests, 1), (self._tokens, tokens)) if b is not None]
+            waits = [bucket.reserve(units, now_s) for bucket, units in ((self.requests, 1), (self.tokens, tokens)) if bucket is not None]
         return max(waits, default=0.0)
 
     def adjust(self, tokens: float) -> None:
-        if self._tokens is not None and tokens:
+        """Correct the token bucket by ``tokens`` (counted minus booked)."""
+        if self.tokens is not None and tokens:
             with self._lock:
-                self._tokens.adjust(tokens)
-
-
-def estimate_tokens(messages: list[dict[str, Any]], max_tokens: int | None = None) -> int:
-    """Tokens a request will be charged, before the server says: text chars / 4, images a flat
-    :data:`IMAGE_TOKENS`, plus the answer cap (``max_tokens``, else 256)."""
-    chars, images = 0, 0
-    for message in messages:
-        content = message.get("content")
-        if isinstance(content, str):
-            chars += len(content)
-        elif isinstance(content, list):
-            for part in content:
-                if isinstance(part, dict) and part.get("type") == "text":
-                    chars += len(part.get("text") or "")
-                elif isinstance(part, dict):
-                    images += 1
-        elif content is not None:
-            chars += len(json.dumps(content))
-    return chars // 4 + images * IMAGE_TOKENS + int(max_tokens or 256)
+                self.tokens.adjust(tokens)
 
 
 class RateLimiter:
-    """What an examinee awaits before each request.
+    """The in-process :class:`RateLimit`: :class:`Buckets` on ``clock``, waits with ``sleep`` (both swappable in tests).
 
-    ``server`` is where the budget lives: a :class:`Buckets` in this process
-    (default), or a proxy with the same ``reserve``/``adjust`` methods, called
-    through ``call(method_name, *args) -> awaitable`` (a manager proxy or a Ray
-    actor: see :func:`ecgtrace.commands._exam_shards.shard_limiter`).
+    Args:
+        max_rpm: requests per minute (None: unlimited).
+        max_tpm: tokens per minute, prompt plus answer as the server counts them (None: unlimited).
+        clock: monotonic seconds.
+        sleep: ``await sleep(seconds)``.
     """
 
-    def __init__(self, max_rpm: float | None = None, max_tpm: float | None = None, *, server: Any = None,
-                 call: Callable[..., Awaitable[Any]] | None = None) -> None:
+    def __init__(self, max_rpm: float | None = None, max_tpm: float | None = None, *, clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep) -> None:
         self.max_rpm, self.max_tpm = max_rpm, max_tpm
-        self.server = server if server is not None else Buckets(max_rpm, max_tpm)
-        self._call = call
-
-    async def _invoke(self, method: str, *args: Any) -> Any:
-        if self._call is not None:
-            return await self._call(self.server, method, *args)
-        return getattr(self.server, method)(*args)
+        self.buckets = Buckets(max_rpm, max_tpm)
+        self.clock, self.sleep = clock, sleep
 
     async def acquire(self, tokens: int) -> float:
-        """Book one request of about ``tokens`` tokens; sleeps until it may go. Returns the seconds waited."""
-        wait_s = float(await self._invoke("reserve", tokens))
+        wait_s = self.buckets.reserve(tokens, self.clock())
         if wait_s > 0:
-            await asyncio.sleep(wait_s)
+            await self.sleep(wait_s)
         return wait_s
 
     async def settle(self, booked: int, usage: dict[str, Any] | None) -> None:
-        """Correct the booking with the server's ``usage`` (total tokens), when it sent one."""
         total = (usage or {}).get("total_tokens")
-        if self.max_tpm and isinstance(total, int | float):
-            await self._invoke("adjust", float(total) - booked)
+        if self.max_tpm and isinstance(total, int | float) and not isinstance(total, bool):
+            self.buckets.adjust(float(total) - booked)
 
 
 def make_limiter(max_rpm: float | None, max_tpm: float | None) -> RateLimiter | None:
-    """A limiter for the given limits, or None when neither is set."""
+    """The in-process limiter for these limits, or None when neither is set."""
+    for name, value in (("--max-rpm", max_rpm), ("--max-tpm", max_tpm)):
+        if value is not None and not value > 0:
+            raise ValueError(f"{name} must be a positive number, got {value!r}")
     return RateLimiter(max_rpm, max_tpm) if (max_rpm or max_tpm) else None
+
+
+def estimate_tokens(messages: list[dict[str, Any]], max_tokens: int | None = None) -> int:
+    """Tokens a request is booked for before the server counts them: its prompt as
+    :func:`ecgtrace.agents.exam.budget.estimate_request_tokens` estimates it, plus the
+    answer cap (``max_tokens``, else :data:`DEFAULT_ANSWER_TOKENS`)."""
+    from ecgtrace.agents.exam.budget import estimate_request_tokens
+
+    return estimate_request_tokens(messages) + int(max_tokens or DEFAULT_ANSWER_TOKENS)

@@ -16,8 +16,11 @@
   ========================================  =====================================================
 
 * ``move``: the only ectopic beat of a PVC or PAC window moved to the place of
-  a normal beat offered as a decoy of its wave question (no timing shift, so
-  every other option keeps its meaning);
+  a normal beat offered as a decoy of its wave questions (the places most of
+  them offer first; a question that does not offer the new place is left out
+  of the pair, with why). A PAC's two timing shifts must cancel, and the
+  options between its two places slide with the signal (:func:`shift_harm`);
+  a place whose seam shows above the noise is passed over for the next;
 * ``control``: one normal beat, away from any ectopic beat, replaced by the
   window's median normal beat.
 
@@ -207,10 +210,10 @@ def move(src: Source, seed: int) -> Draft:
     s = hit[0]
     if not (0 < s < len(classes) - 1 and classes[s - 1] == classes[s + 1] == "N"):
         raise Skip("ectopic_beat_not_between_normal_beats")
-    # every wave question about this beat must offer the new place, so each can follow it
+    # a wave question about this beat follows it only where it offers the new place: prefer places every such question offers
     about = [[option_range_s(o) for o in g["options"]] for g in questions
              if (span := option_range_s(g["answer"])) and span[0] <= samples[s] / fs <= span[1]]
-    candidates = []
+    offered: dict[int, int] = {}
     for k in inside:
         if abs(k - s) < 3 or classes[k] != "N" or k - 1 < 0 or k + 1 >= len(classes) or classes[k - 1] != "N" or classes[k + 1] != "N":
             continue
@@ -218,15 +221,65 @@ def move(src: Source, seed: int) -> Draft:
         if beat is None or beat["premature"]:
             continue
         a, b = _beat_span(beat)
-        if all(any(sp and sp[0] <= (a + b) / 2 <= sp[1] for sp in spans) for spans in about):
-            candidates.append(k)
-    if not candidates:
+        n = sum(any(sp and sp[0] <= (a + b) / 2 <= sp[1] for sp in spans) for spans in about)
+        if n:
+            offered[k] = n
+    if not offered:
         raise Skip("no_decoy_beat_to_move_to")
-    dest = candidates[int(src.rng("move-dest", seed).integers(len(candidates)))]
-    edited = cf.move_beat(src.ctx, samples, classes, s, dest, seed=_seed(src, "move", seed))
-    if edited.record["shifts_ms"]:
+    rng = src.rng("move-dest", seed)
+    ranked = sorted(offered, key=lambda k: (-offered[k], float(rng.random())))
+    spans = [sp for g in questions for o in g["options"] if (sp := option_range_s(o))]
+    why = "move_needs_a_timing_shift"
+    for dest in ranked:
+        try:
+            edited = cf.move_beat(src.ctx, samples, classes, s, dest, seed=_seed(src, "move", seed))
+        except cf.CounterfactualError as exc:  # this place cannot take the beat: try the next one, keep the reason
+            why = str(exc)
+            continue
+        why = shift_harm(edited.record["shifts_ms"], spans, (samples[s] / fs, samples[dest] / fs))
+        seam = cf.seam_ratio(src.ctx, edited) if why is None else 0.0
+        if seam > cf.MAX_SEAM_SIGMAS:  # the same check the pipeline makes next, asked of each place in turn
+            why = f"seam_above_noise:{seam:.1f}_sigmas"
+        elif why is None:
+            return Draft("move", edited, [s, dest], "ectopic beat moved to a normal beat's place")
+    raise Skip(why)
+
+
+def slide_of(shifts_ms: list[dict[str, Any]]) -> tuple[float, float, float] | None:
+    """``(lo_s, hi_s, by_s)``: the stretch a move's two timing shifts slid, and by how much; None without shifts.
+
+    A non-compensatory ectopic beat (a PAC resetting the sinus node) needs time
+    inserted where it was and as much taken out where it goes (or the other way
+    round): the beats between the two places slide by that much, everything
+    else stays where it was.
+    """
+    if not shifts_ms:
+        return None
+    first, second = sorted(shifts_ms, key=lambda sh: sh["at_ms"]) if len(shifts_ms) == 2 else (None, None)
+    if first is None or abs(first["by_ms"] + second["by_ms"]) > 8.0:  # 8 ms: two roundings to a sample at >= 250 Hz
         raise Skip("move_needs_a_timing_shift")
-    return Draft("move", edited, [s, dest], "ectopic beat moved to a normal beat's place")
+    return first["at_ms"] / 1000.0, second["at_ms"] / 1000.0, first["by_ms"] / 1000.0
+
+
+def shift_harm(shifts_ms: list[dict[str, Any]], spans: list[tuple[float, float]], moved_s: tuple[float, float]) -> str | None:
+    """Why a move's timing shifts would change what an option shows, or None when every option keeps its meaning.
+
+    The options that hold the two places are redrawn on the edited beats, the
+    options inside the slid stretch (:func:`slide_of`) slide with it; an option
+    across either end of the stretch would show other signal, so the move is
+    refused then.
+    """
+    try:
+        slide = slide_of(shifts_ms)
+    except Skip as exc:
+        return str(exc)
+    if slide is None:
+        return None
+    lo, hi, _ = slide
+    redrawn = [sp for sp in spans if any(sp[0] <= t <= sp[1] for t in moved_s)]
+    if any(sp[0] <= lo <= sp[1] or sp[0] <= hi <= sp[1] for sp in spans if sp not in redrawn):
+        return "move_timing_shift_under_an_option"
+    return None
 
 
 def control(src: Source, seed: int) -> Draft:

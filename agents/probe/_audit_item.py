@@ -118,8 +118,12 @@ def _lead_answer(options: list[str], rule: GroundingRule, cand: dict[str, Any], 
     return answer or None
 
 
-def moved_options(options: list[str], o_beats: list[dict[str, Any]], redraw: dict[float, dict[str, Any]]) -> list[str] | None:
-    """The options with each span that held an original beat in ``redraw`` (its R time, s) redrawn on the edited beat given."""
+def moved_options(options: list[str], o_beats: list[dict[str, Any]], redraw: dict[float, dict[str, Any]],
+                  slide: tuple[float, float, float] | None = None) -> list[str] | None:
+    """The options with each span that held an original beat in ``redraw`` (its R time, s) redrawn on the edited beat given.
+
+    ``slide`` (``lo_s, hi_s, by_s``): the other spans inside that stretch moved by ``by_s``, with the signal the move slid.
+    """
     spans = [option_range_s(o) for o in options]
     if any(s is None for s in spans):
         return None
@@ -129,6 +133,8 @@ def moved_options(options: list[str], o_beats: list[dict[str, Any]], redraw: dic
         hit = [r for r in redraw if span[0] <= r <= span[1]]
         if hit:
             span = beat_option_span(redraw[hit[0]], span[1] - span[0])
+        elif slide is not None and slide[0] < span[0] and span[1] < slide[1]:
+            span = (span[0] + slide[2], span[1] + slide[2])
         out.append(span)
     texts = [span_text(a, b) for a, b in sorted(out)]
     return texts if len(set(texts)) == len(texts) else None
@@ -142,7 +148,7 @@ def reground(g: dict[str, Any], crit: Any, o: dict[str, Any], o_loop: int, wf: A
         if found is None:
             return None, "wave_rule_unknown"
         if move is not None:
-            options = moved_options(g["options"], move["original_beats"], move["redraw"])
+            options = moved_options(g["options"], move["original_beats"], move["redraw"], move.get("slide"))
             if options is None:
                 return None, "wave_options_not_redrawable"
             out["options"] = options

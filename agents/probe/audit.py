@@ -76,7 +76,8 @@ def _move_map(src: ed.Source, draft: ed.Draft, wf: Any) -> dict[str, Any]:
         return min(wf.beats, key=lambda b: abs(b["r_s"] - times[0]))
 
     s, d = draft.evidence
-    return {"original_beats": src.features.beats, "redraw": {float(samples[s]) / fs: fact(True), float(samples[d]) / fs: fact(False)}}
+    return {"original_beats": src.features.beats, "redraw": {float(samples[s]) / fs: fact(True), float(samples[d]) / fs: fact(False)},
+            "slide": ed.slide_of(draft.edited.record["shifts_ms"])}
 
 
 def _check_turns(kind: str, turns: list[dict[str, Any]], left_out: list[str]) -> str | None:

@@ -65,14 +65,49 @@ def shard_of(item_id: str, n_shards: int) -> int:
     return zlib.crc32(item_id.encode("utf-8")) % n_shards
 
 
+class ServedBuckets:
+    """The run's :class:`~ecgtrace.agents.exam.rate_limit.Buckets`, served by the executor, booking on the server's own
+    clock: shards on other machines never compare clocks."""
+
+    def __init__(self, max_rpm: float | None, max_tpm: float | None) -> None:
+        from ecgtrace.agents.exam.rate_limit import Buckets
+
+        self.buckets = Buckets(max_rpm, max_tpm)
+
+    def reserve(self, tokens: float) -> float:
+        import time
+
+        return self.buckets.reserve(tokens, time.monotonic())
+
+    def adjust(self, tokens: float) -> None:
+        self.buckets.adjust(tokens)
+
+
+class SharedRateLimit:
+    """A :class:`~ecgtrace.agents.exam.rate_limit.RateLimit` that books in the run's :class:`ServedBuckets` (``shared``)."""
+
+    def __init__(self, shared: Any, max_rpm: float | None, max_tpm: float | None) -> None:
+        self.shared, self.max_rpm, self.max_tpm = shared, max_rpm, max_tpm
+
+    async def acquire(self, tokens: int) -> float:
+        import asyncio
+
+        wait_s = float(await self.shared.acall("reserve", tokens))
+        if wait_s > 0:
+            await asyncio.sleep(wait_s)
+        return wait_s
+
+    async def settle(self, booked: int, usage: dict[str, Any] | None) -> None:
+        total = (usage or {}).get("total_tokens")
+        if self.max_tpm and isinstance(total, int | float) and not isinstance(total, bool):
+            await self.shared.acall("adjust", float(total) - booked)
+
+
 def shard_limiter(examinee: Any) -> Any:
     """In a shard worker, point ``examinee``'s rate limiter at the run's shared budget; returns the examinee."""
     shared = _SHARD.get("limiter")
     if shared is not None and hasattr(examinee, "limiter"):
-        from ecgtrace.agents.exam.rate_limit import RateLimiter
-
-        rpm, tpm = _SHARD["limits"]
-        examinee.limiter = RateLimiter(rpm, tpm, server=shared, call=lambda server, method, *a: server.acall(method, *a))
+        examinee.limiter = SharedRateLimit(shared, *_SHARD["limits"])
     return examinee
 
 
@@ -146,9 +181,7 @@ def run_sharded(args: argparse.Namespace, *, command: str, run_dir: Any, item_or
             limits = (getattr(args, "max_rpm", None), getattr(args, "max_tpm", None))
             shared = None
             if any(limits):
-                from ecgtrace.agents.exam.rate_limit import Buckets
-
-                shared = executor.serve(Buckets, *limits)
+                shared = executor.serve(ServedBuckets, *limits)
             tasks = [Task(f"shard {k}", _run_shard, (command, _shard_options(args, run_dir, k, ids, n_shards), shared, limits))
                      for k, ids in sorted(shards.items())]
             with _Watch(Path(run_dir.path) / SHARDS_DIR, on_sample):

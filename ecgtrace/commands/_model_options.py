@@ -39,6 +39,11 @@ def add_model_options(parser: argparse.ArgumentParser, *, model_required: bool =
     parser.add_argument("--max-attempts", type=int, default=4, help="tries per request on 429/5xx/timeouts (default 4)")
     parser.add_argument("--backoff", type=float, default=1.0, metavar="S", help="first retry wait in seconds, doubling (default 1)")
     parser.add_argument("--max-tokens", type=int, default=None, help="cap on answer tokens")
+    parser.add_argument("--max-rpm", type=float, default=None, metavar="N",
+                        help="at most N requests per minute to --model (token bucket, bursts of about a second's worth; default: no limit)")
+    parser.add_argument("--max-tpm", type=float, default=None, metavar="N",
+                        help="at most N tokens per minute (prompt + answer: estimated when sent, corrected with the server's usage; "
+                             "default: no limit)")
     parser.add_argument("--max-reply-chars", type=int, default=None, metavar="N",
                         help="keep at most N characters of each reply (its start and end) in the run and the history re-sent "
                              "to the model; the cut is recorded (default 32000)")
@@ -88,6 +93,10 @@ def check_model_options(args: argparse.Namespace) -> None:
         raise EcgTraceError(f"--timeout must be a positive number of seconds, got {args.timeout:g}")
     if not (math.isfinite(args.backoff) and args.backoff >= 0):
         raise EcgTraceError(f"--backoff must not be negative, got {args.backoff:g}")
+    for name in ("max_rpm", "max_tpm"):
+        value = getattr(args, name, None)
+        if value is not None and not (math.isfinite(value) and value > 0):
+            raise EcgTraceError(f"--{name.replace('_', '-')} must be a positive number, got {value:g}")
     if args.temperature is not None and not (math.isfinite(args.temperature) and args.temperature >= 0):
         raise EcgTraceError(f"--temperature must be a number >= 0, got {args.temperature:g}")
     for name, value in (("--price-in", args.price_in), ("--price-out", args.price_out)):
@@ -165,7 +174,8 @@ def report_skipped(results: dict[str, Any], console: Any) -> None:
 def make_model(args: argparse.Namespace, spec: str | None = None, *, base_url: str | None = None, sampled: bool = True) -> Any:
     """The examinee ``spec`` (default ``--model``) with the command's endpoint and limits.
 
-    ``sampled=False`` leaves ``--temperature`` to the model under test (a judge keeps the server's).
+    ``sampled=False`` leaves ``--temperature`` and ``--max-rpm``/``--max-tpm`` to the model under test
+    (a judge keeps the server's temperature and has no limit of its own).
     """
     from ecgtrace.agents.exam.examinees import make_examinee
     from ecgtrace.commands._exam_shards import shard_limiter
@@ -173,7 +183,9 @@ def make_model(args: argparse.Namespace, spec: str | None = None, *, base_url: s
     examinee = make_examinee(spec or args.model, seed=args.seed, base_url=base_url or args.base_url, api_key_env=args.api_key_env,
                          timeout_s=args.timeout, concurrency=args.concurrency, max_attempts=args.max_attempts,
                          backoff_s=args.backoff, max_tokens=args.max_tokens, temperature=args.temperature if sampled else None,
-                         max_reply_chars=getattr(args, "max_reply_chars", None))
+                         max_reply_chars=getattr(args, "max_reply_chars", None),
+                         max_rpm=getattr(args, "max_rpm", None) if sampled else None,
+                         max_tpm=getattr(args, "max_tpm", None) if sampled else None)
     return shard_limiter(examinee) if spec is None else examinee  # in a shard: the run's one rate budget
 
 
@@ -182,7 +194,8 @@ def run_settings(args: argparse.Namespace, dataset_path: Any, **extra: Any) -> d
     return {"dataset_path": str(dataset_path), "base_url": args.base_url, "api_key_env": args.api_key_env,
             "concurrency": args.concurrency, "timeout_s": args.timeout, "max_attempts": args.max_attempts,
             "backoff_s": args.backoff, "max_prompt_tokens": args.max_prompt_tokens,
-            "max_reply_chars": getattr(args, "max_reply_chars", None), **extra}
+            "max_reply_chars": getattr(args, "max_reply_chars", None), "max_rpm": getattr(args, "max_rpm", None),
+            "max_tpm": getattr(args, "max_tpm", None), **extra}
 
 
 def ask_at_terminal(console: Any) -> Callable[[dict[str, Any]], str]:

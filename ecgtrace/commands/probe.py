@@ -27,50 +27,43 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mode", choices=EXAM_MODES, default="teacher", help="audit conversation mode (default teacher)")
     parser.add_argument("--keep-checkpoints", action="store_true", help="keep finished audit samples' threads in RUNDIR/checkpoints.sqlite")
     parser.add_argument("--all", action="store_true", help="also print the per-diagnosis, per-task and per-stage tables")
+    from ecgtrace.commands._output import add_json_option
+
+    add_json_option(parser, "results.json")
 
 
 def identity_of(probe_ident: dict, args: argparse.Namespace) -> dict:
-    """What decides a probe run's results (a rerun with anything else is refused)."""
+    """What decides a probe run's results (a rerun with anything else is refused).
+
+    Which originals are asked and how often (``--limit``, ``--sample-id``, ``--epochs``) are not in it: a run folder grows.
+    """
     from ecgtrace.agents.audit.examiner import PROMPT_VERSION
     from ecgtrace.agents.exam.qa_runner import QA_PROMPT_VERSION
     from ecgtrace.agents.exam.qa_scoring import SCORING_VERSION
+    from ecgtrace.agents.exam.run_control import SHUFFLE_VERSION
     from ecgtrace.agents.probe.metrics import PROBE_METRICS_VERSION
+    from ecgtrace.commands._model_options import text_encoding_of
 
     return {"kind": "probe", "probe_set": probe_ident, "model": args.model, "modality": args.modality, "mode": args.mode, "seed": args.seed,
-            "limit": args.limit, "max_tokens": args.max_tokens, "temperature": args.temperature, "prompt_version": PROMPT_VERSION,
-            "qa_prompt_version": QA_PROMPT_VERSION, "scoring_version": SCORING_VERSION, "metrics_version": PROBE_METRICS_VERSION}
-
-
-#: Run controls the shared model options offer that a probe does not honour yet: (option, attribute, default).
-UNSUPPORTED = (("--epochs", "epochs", 1), ("--sample-id", "sample_id", None), ("--text-encoding", "text_encoding", "raw"),
-               ("--text-fs", "text_fs", None), ("--text-leads", "text_leads", None), ("--max-prompt-tokens", "max_prompt_tokens", None))
-
-
-def check_run_controls(args: argparse.Namespace) -> None:
-    """Refuse the run controls a probe would otherwise ignore (each pair is asked once, the ECG as raw text)."""
-    from ecgtrace.errors import EcgTraceError
-
-    given = [name for name, attr, default in UNSUPPORTED if getattr(args, attr, default) != default]
-    if given:
-        raise EcgTraceError(f"ecgtrace probe does not take {', '.join(given)} yet: each original and counterfactual is asked once, "
-                            "a text ECG in the raw encoding, with no prompt budget")
+            "max_tokens": args.max_tokens, "temperature": args.temperature, "prompt_version": PROMPT_VERSION,
+            "qa_prompt_version": QA_PROMPT_VERSION, "scoring_version": SCORING_VERSION, "metrics_version": PROBE_METRICS_VERSION,
+            "text_encoding": text_encoding_of(args).to_json() if args.modality in ("text", "both") else None, "option_shuffle": SHUFFLE_VERSION}
 
 
 def run(args: argparse.Namespace) -> int:
     import asyncio
     from pathlib import Path
 
-    from rich.console import Console
-
-    from ecgtrace.agents.exam.messages import check_modality
-    from ecgtrace.agents.probe.builder import build_probe_set, check_kinds, identity
-    from ecgtrace.commands._model_options import ask_at_terminal, check_model_options, make_model, run_settings, run_with_progress
+    from ecgtrace.agents.probe.builder import check_kinds, identity
+    from ecgtrace.commands._exam_run import announce, finish
+    from ecgtrace.commands._model_options import (ask_at_terminal, check_model_options, make_model, pricing_of, prompt_budget_of,
+                                                  report_skipped, run_with_progress, text_encoding_of)
+    from ecgtrace.commands._output import make_console
+    from ecgtrace.contracts.runs import sample_key
     from ecgtrace.errors import EcgTraceError
-    from ecgtrace.graphs.probe_runner import load_probe_set, run_probe
-    from ecgtrace.runlog import RunDir
+    from ecgtrace.graphs.probe_runner import run_probe
 
     check_model_options(args)
-    check_run_controls(args)
     for name, value in (("--max-per-group", args.max_per_group), ("--originals", args.originals)):
         if value is not None and value < 1:
             raise EcgTraceError(f"{name} must be at least 1, got {value}")
@@ -78,31 +71,66 @@ def run(args: argparse.Namespace) -> int:
     if not Path(args.dataset).exists():
         raise EcgTraceError(f"dataset not found: {args.dataset}")
     kinds = check_kinds([k.strip() for k in args.kinds.split(",") if k.strip()])
+    encoding, pricing = text_encoding_of(args), pricing_of(args)
     probe_ident = identity(args.dataset, kinds=kinds, seed=args.probe_seed, max_per_group=args.max_per_group, limit=args.originals, only=only)
-    console = Console(stderr=True, emoji=False)
+    console = make_console(stderr=True)
     examinee = make_model(args)
-    run_dir = RunDir.open(args.run, identity_of(probe_ident, args), run_settings(args, args.dataset, probe_set=args.probe_set), kind="probe")
-    folder = Path(args.probe_set) if args.probe_set else run_dir.path / "probe-set"
+    prepared, probe, entries = _open_and_build(args, identity_of(probe_ident, args), examinee, console,
+                                               dict(kinds=kinds, seed=args.probe_seed, max_per_group=args.max_per_group, limit=args.originals, only=only))
+    ids = {sample_key(e.id, epoch) for epoch in range(args.epochs) for e in entries}
+    announce(prepared, args, len(ids), console)
+    budget = prompt_budget_of(args, examinee) if prepared.todo else None  # asks the server for its context: only when needed
+
+    def probe_now(on_sample):  # noqa: ANN001, ANN202
+        return asyncio.run(run_probe(probe, prepared.run_dir, examinee, mode=args.mode, modality=args.modality, concurrency=args.concurrency,
+                                     entries=entries, on_sample=on_sample, ask_human=ask_at_terminal(console), keep_checkpoints=args.keep_checkpoints,
+                                     encoding=encoding, budget=budget, epochs=args.epochs, seed=args.seed, pricing=pricing))
+
+    results = run_with_progress(probe_now, console=console, label="probe", total=len(ids), done=prepared.done_before,
+                                quiet=args.quiet or examinee.interactive or prepared.todo == 0)
+    report_skipped(results, console)  # an error when nothing was asked
+    return finish(prepared, ids, results, args, console, lambda res, title: print_results(res, title=title, everything=args.all),
+                  f"{args.model} - {args.modality}")
+
+
+def _open_and_build(args: argparse.Namespace, ident: dict, examinee, console, build: dict):  # noqa: ANN001, ANN202
+    """``(prepared run, probe set, entries)``: the set built (or reused) and the run opened after the endpoint check.
+
+    A set that goes into a new run folder (no ``--probe-set``) needs the folder first, so the run is opened
+    (after the endpoint check) before the set is built; otherwise the set comes first and the run is opened
+    knowing every sample it covers, so a finished run needs no server.
+    """
+    import dataclasses
+    from pathlib import Path
+
+    from ecgtrace.agents.exam.messages import check_modality
+    from ecgtrace.agents.probe.builder import build_probe_set
+    from ecgtrace.commands._exam_run import prepare_run
+    from ecgtrace.commands._model_options import run_settings
+    from ecgtrace.contracts.runs import sample_key
+    from ecgtrace.errors import EcgTraceError
+    from ecgtrace.graphs.probe_runner import load_probe_set, select_originals
+    from ecgtrace.runlog import HEADER
+
+    settings = run_settings(args, args.dataset, probe_set=args.probe_set)
+    folder = Path(args.probe_set) if args.probe_set else Path(args.run) / "probe-set"
+    prepared = None
+    if args.probe_set is None and not (Path(args.run) / HEADER).is_file():
+        prepared = prepare_run(args, ident, settings, kind="probe", item_ids={"(probe set not built yet)"}, examinees=[("model", examinee)])
     with console.status(f"building the counterfactual set in {folder} (reused when it exists) ...") as status:
-        build_probe_set(args.dataset, folder, kinds=kinds, seed=args.probe_seed, max_per_group=args.max_per_group, limit=args.originals, only=only,
-                        progress=None if args.quiet else lambda text: status.update(f"counterfactuals: {text}"))
+        build_probe_set(args.dataset, folder, **build, progress=None if args.quiet else lambda text: status.update(f"counterfactuals: {text}"))
     probe = load_probe_set(folder)
-    entries = probe.entries(args.limit)
+    entries = probe.entries(chosen=select_originals(probe, seed=args.seed, limit=args.limit, sample_ids=args.sample_id))
     if not entries:
         raise EcgTraceError(f"{folder}: no counterfactual was kept (see {folder / 'pairs.jsonl'} for why each was dropped)")
     for entry in entries:
         check_modality(entry.item, probe.root, args.modality)
-    done_before = len(run_dir.finished_ids() & {e.id for e in entries})
-
-    def probe_now(on_sample):  # noqa: ANN001, ANN202
-        return asyncio.run(run_probe(probe, run_dir, examinee, mode=args.mode, modality=args.modality, concurrency=args.concurrency,
-                                     limit=args.limit, on_sample=on_sample, ask_human=ask_at_terminal(console), keep_checkpoints=args.keep_checkpoints))
-
-    results = run_with_progress(probe_now, console=console, label="probe", total=len(entries), done=done_before,
-                                quiet=args.quiet or examinee.interactive)
-    if not args.quiet:
-        print_results(results, title=f"{args.model} - {args.modality}", everything=args.all)
-    return 0
+    ids = {sample_key(e.id, epoch) for epoch in range(args.epochs) for e in entries}
+    if prepared is None:
+        prepared = prepare_run(args, ident, settings, kind="probe", item_ids=ids, examinees=[("model", examinee)])
+    else:
+        prepared = dataclasses.replace(prepared, todo=len(ids), done_before=0)
+    return prepared, probe, entries
 
 
 #: The metrics of a probe table, in row order: (key, name).
@@ -158,6 +186,10 @@ def print_results(results: dict, title: str = "", everything: bool = False) -> N
         for key, label in (("per_source", "by source"), ("per_stage", "by stage"), ("per_group", "by group")):
             console.print(probe_table(results[key], f"counterfactual probes {label}", label))
     console.print(LEGEND, highlight=False)
+    from ecgtrace.commands._model_options import print_epochs, print_usage
+
+    print_epochs(results, console)
+    print_usage(results, console)
     missing = results.get("unpaired") or {}
     if not results.get("complete", True) or missing.get("pairs_not_finished"):
         console.print(f"[yellow]{results['n_finished']} of {results['n_items']} samples finished; rerun to resume[/]")

@@ -118,6 +118,7 @@ class ProbeSample(BaseModel):
 
     id: str = Field(min_length=1)
     kind: Literal["probe"] = "probe"
+    epoch: int = Field(default=0, ge=0)  # --epochs: the id is the item's id with "#<epoch>" after epoch 0
     source: Literal["audit", "qa"]
     role: Literal["original", "counterfactual"]
     sample: dict[str, Any]

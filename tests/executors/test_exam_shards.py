@@ -150,9 +150,9 @@ def _send_times(shared, n: int) -> list[float]:  # noqa: ANN001
     """A shard's requests: each waits for the shared budget, then notes when it went (CLOCK_MONOTONIC is machine-wide)."""
     import asyncio
 
-    from ecgtrace.agents.exam.rate_limit import RateLimiter
+    from ecgtrace.commands._exam_shards import SharedRateLimit
 
-    limiter = RateLimiter(600, None, server=shared, call=lambda server, method, *a: server.acall(method, *a))
+    limiter = SharedRateLimit(shared, 600, None)
 
     async def go() -> list[float]:
         times = []
@@ -168,13 +168,13 @@ def _send_times(shared, n: int) -> list[float]:  # noqa: ANN001
 def test_the_rate_budget_is_one_budget_for_every_shard(executor, request):
     """600 rpm = one request per 0.1 s after a 1 s burst (10 requests): 2 shards x 10 requests take >= 0.9 s in all.
     Two private budgets would let all 20 go at once."""
-    from ecgtrace.agents.exam.rate_limit import Buckets
+    from ecgtrace.commands._exam_shards import ServedBuckets
     from ecgtrace.executors import Task, make_executor
 
     if executor == "ray":
         request.getfixturevalue("ray_local")
     with make_executor(executor, workers=2) as ex:
-        shared = ex.serve(Buckets, 600, None)
+        shared = ex.serve(ServedBuckets, 600, None)
         outcomes = ex.run([Task(f"s{k}", _send_times, (shared, 10)) for k in range(2)], retries=0)
     times = sorted(t for o in outcomes for t in o.value)
     assert len(times) == 20

@@ -151,3 +151,24 @@ def test_bad_inputs(window_119):
         classify_beats_array(signal, fs, np.array([signal.shape[0] + 5]))
     empty = classify_beats_array(signal, fs, np.array([], dtype=np.int64))
     assert empty.classes.size == 0 and empty.to_json()["counts"]["N"] == 0
+
+
+def test_wide_v_rule_needs_ectopic_timing():
+    """A wide, different beat is forced to V only when its look-alikes come early or with a pause (hand-made features)."""
+    import ecgtrace.tools._classify_model as cm
+    from ecgtrace.tools import classify as cl
+
+    always_n = cm.Forest(feature_names=("prematurity",), classes=("N", "S", "V", "F"), feature=np.array([-1], np.int32),
+                         threshold=np.array([0.0]), left=np.array([-1], np.int32), right=np.array([-1], np.int32),
+                         value=np.array([[1.0, 0.0, 0.0, 0.0]], np.float32), roots=np.array([0], np.int32), max_depth=0, meta={})
+    n = 4
+    wide = {"clu_width_ratio": 1.6, "width_ratio": 1.5, "corr_qrs_mean": 0.6, "corr_qrs_max": 0.7, "noise_ratio": 0.0}
+    feats = {k: np.full(n, v) for k, v in wide.items()}
+    feats.update(prematurity=np.zeros(n), p_corr=np.zeros(n), p_amp_ratio=np.ones(n), n_leads_used=np.full(n, 2.0),
+                 has_template=np.ones(n, bool),
+                 # early look-alikes | pause after them | on time, no pause (bundle-branch block) | on time, no pause
+                 clu_prematurity=np.array([0.2, 0.0, 0.0, 0.01]), clu_compensatory_ratio=np.array([1.0, 1.3, 1.0, 1.05]))
+    beats = np.arange(n) * 250 + 250
+    res = cl._decide(feats, beats, 250.0, None, (), 1, {}, forest=always_n)
+    assert res.classes.tolist() == ["V", "V", "N", "N"]
+    assert res.provenance["params"]["wide_v_rule"]["clu_prematurity_min"] == cl.WIDE_V_RULE["clu_prematurity_min"]

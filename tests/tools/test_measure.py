@@ -162,4 +162,4 @@ def test_benchmark_script_runs(shared_data):
         timeout=300,
     )
     assert out.returncode == 0, out.stderr[-2000:]
-    assert "QTDB" in out.stdout and "LUDB" in out.stdout and "nk dwt" in out.stdout
+    assert "QTDB" in out.stdout and "LUDB" in out.stdout and "nk dwt" in out.stdout and "before" in out.stdout

@@ -6,8 +6,10 @@ is the turn spec (:func:`ecgtrace.agents.exam.turns.turn_spec`).
 
 Specs accepted by :func:`make_examinee` (one module per backend in this package):
 
-* ``openai:<model>`` - any OpenAI-compatible chat endpoint through
-  langchain-openai ``ChatOpenAI`` (OpenAI, vLLM, Ollama, LM Studio).
+* ``openai:<model>`` - any OpenAI-compatible chat endpoint (OpenAI, vLLM,
+  Ollama, LM Studio) through the ``openai`` SDK's async client.
+* ``langchain-openai:<model>`` - the same endpoint through langchain-openai
+  ``ChatOpenAI`` (for langchain callbacks and tracers; slower).
 * ``oracle`` - answers the ground truth (must score 100% on every metric).
 * ``random`` - uniform over the options; multi-select: a uniform non-empty
   subset. Seeded per (seed, sample id, turn index), so a resumed run draws the
@@ -29,6 +31,7 @@ from __future__ import annotations
 from ecgtrace.agents.exam.examinees.base import NO_OPTIONS_ANSWER, Backend, Examinee, ExamineeOptions, Reply, as_text
 from ecgtrace.agents.exam.examinees.chat_model import ChatModelExaminee, as_examinee, reply_from_message
 from ecgtrace.agents.exam.examinees.human import HumanExaminee
+from ecgtrace.agents.exam.examinees.langchain_chat import LangChainOpenAIExaminee
 from ecgtrace.agents.exam.examinees.openai_chat import OpenAIExaminee
 from ecgtrace.agents.exam.examinees.oracle import OracleExaminee
 from ecgtrace.agents.exam.examinees.prior import PriorExaminee
@@ -45,6 +48,6 @@ from ecgtrace.agents.exam.examinees.registry import (
 
 __all__ = [
     "ENTRY_POINT_GROUP", "NO_OPTIONS_ANSWER", "Backend", "ChatModelExaminee", "Examinee", "ExamineeOptions", "HumanExaminee",
-    "OpenAIExaminee", "OracleExaminee", "PriorExaminee", "RandomExaminee", "Reply", "as_examinee", "as_text", "describe_specs",
+    "LangChainOpenAIExaminee", "OpenAIExaminee", "OracleExaminee", "PriorExaminee", "RandomExaminee", "Reply", "as_examinee", "as_text", "describe_specs",
     "examinee_specs", "find_backend", "make_examinee", "register_examinee", "reply_from_message", "unregister_examinee",
 ]

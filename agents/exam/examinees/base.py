@@ -65,6 +65,10 @@ class Examinee:
     reads_ecg: bool = True
     #: How much of each reply is kept and re-sent (:meth:`Reply.capped`); set from ``--max-reply-chars``.
     max_reply_chars: int = MAX_REPLY_CHARS
+    #: The requests/tokens-per-minute budget booked before each request (an
+    #: :class:`ecgtrace.agents.exam.rate_limit.RateLimit`); None: unlimited. A sharded run
+    #: may swap it for one shared by every shard.
+    limiter: Any = None
 
     async def answer(self, messages: list[dict[str, Any]], turn: dict[str, Any]) -> Reply:
         raise NotImplementedError
@@ -102,6 +106,8 @@ class ExamineeOptions:
         backoff_s: first retry wait in seconds (doubling).
         max_tokens: cap on answer tokens (None: the server's).
         temperature: sampling temperature (None: the server's).
+        max_rpm: requests per minute (None: unlimited).
+        max_tpm: tokens per minute, prompt plus answer as the server counts them (None: unlimited).
     """
 
     seed: int = 0
@@ -113,6 +119,8 @@ class ExamineeOptions:
     backoff_s: float = 1.0
     max_tokens: int | None = None
     temperature: float | None = None
+    max_rpm: float | None = None
+    max_tpm: float | None = None
 
 
 #: ``factory(argument, options)``: ``argument`` is what follows ``name:`` in the spec (None when absent).

@@ -2,8 +2,8 @@
 
 :class:`ChatModelExaminee` lets code that is handed a chat model (a fake in
 tests, a provider's own chat class) use it wherever an :class:`Examinee` is
-expected, e.g. the paraphraser. The OpenAI backend
-(:mod:`ecgtrace.agents.exam.examinees.openai_chat`) reads its replies with the
+expected, e.g. the paraphraser. The ChatOpenAI backend
+(:mod:`ecgtrace.agents.exam.examinees.langchain_chat`) reads its replies with the
 same :func:`reply_from_message`.
 """
 

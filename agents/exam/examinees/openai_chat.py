@@ -1,4 +1,16 @@
-"""``openai:<model>``: any OpenAI-compatible chat endpoint (OpenAI, vLLM, Ollama, LM Studio) through langchain-openai.
+"""``openai:<model>``: any OpenAI-compatible chat endpoint (OpenAI, vLLM, Ollama, LM Studio) through the ``openai`` SDK.
+
+The request goes through the SDK's async client (``AsyncOpenAI``, over its
+aiohttp transport where aiohttp is installed, the SDK's own retries off) and
+the answer's JSON is read as it came, so nothing a server sends is dropped:
+``reasoning_content`` (vLLM, DeepSeek) or ``reasoning``, ``usage``, the
+response id and finish reason. The body is the one ``ChatOpenAI`` sends
+(``max_completion_tokens``, plus ``max_tokens``, which Ollama and llama.cpp
+read). This costs about a quarter of ChatOpenAI's CPU per call
+(``benchmarks/audit.py``); ChatOpenAI itself stays available as
+``langchain-openai:<model>`` (:mod:`ecgtrace.agents.exam.examinees.langchain_chat`).
+``--max-rpm``/``--max-tpm`` are booked before every try
+(:mod:`ecgtrace.agents.exam.rate_limit`).
 
 Retries with exponential backoff and jitter (tenacity) on 429, 408, 409, 5xx,
 timeouts and connection errors; a server's ``Retry-After`` (or
@@ -13,44 +25,20 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
-import functools
+import json
 import math
 import os
 import time
 from typing import Any
 
 from ecgtrace.agents.exam.examinees.base import Backend, Examinee, ExamineeOptions, Reply
-from ecgtrace.agents.exam.examinees.chat_model import reply_from_message
+from ecgtrace.agents.exam.rate_limit import RateLimit, estimate_tokens, make_limiter
 from ecgtrace.errors import ModelError
 from ecgtrace.redact import redact, register_secret
 
 _FATAL_STATUS = (401, 403, 404)
 #: A server's Retry-After is followed up to this many seconds (a longer wait is shortened to it).
 MAX_RETRY_AFTER_S = 60.0
-
-
-@functools.lru_cache(maxsize=1)
-def _reasoning_chat_class():
-    """``ChatOpenAI`` subclass that keeps ``reasoning_content`` and the server's ``usage``."""
-    from langchain_openai import ChatOpenAI
-
-    class ReasoningChatOpenAI(ChatOpenAI):
-        def _create_chat_result(self, response, generation_info=None):  # noqa: ANN001
-            result = super()._create_chat_result(response, generation_info)
-            data = response if isinstance(response, dict) else response.model_dump(warnings=False)
-            choices = data.get("choices") or [{}]
-            message = (choices[0] or {}).get("message") or {}
-            reasoning = message.get("reasoning_content") or message.get("reasoning")
-            if result.generations:
-                msg = result.generations[0].message
-                if reasoning:
-                    msg.additional_kwargs["reasoning_content"] = reasoning
-                msg.response_metadata["server_usage"] = data.get("usage")
-                msg.response_metadata["server_id"] = data.get("id")
-                msg.response_metadata["finish_reason"] = (choices[0] or {}).get("finish_reason")
-            return result
-
-    return ReasoningChatOpenAI
 
 
 def _is_transient(exc: BaseException) -> bool:
@@ -123,8 +111,54 @@ def text_parts_joined(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{**m, "content": text_only_as_string(m["content"])} if isinstance(m.get("content"), list) else m for m in messages]
 
 
+def reply_from_completion(data: dict[str, Any], latency_ms: float, attempts: int = 1) -> Reply:
+    """A chat.completion JSON object as a :class:`Reply`: text, reasoning, the server's usage and ids.
+
+    Reads what :func:`~ecgtrace.agents.exam.examinees.chat_model.reply_from_message` reads from a
+    ChatOpenAI message, from the JSON directly (null content is ``""``, as ChatOpenAI makes it).
+    """
+    choices = data.get("choices") if isinstance(data, dict) else None
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise ValueError(f"the server's answer holds no choices: {redact(json.dumps(data)[:200])}")
+    choice = choices[0]
+    message = choice.get("message") or {}
+    content = message.get("content") or ""
+    if isinstance(content, list):  # content blocks -> their text
+        content = "".join(b.get("text", "") if isinstance(b, dict) else str(b) for b in content)
+    return Reply(raw=str(content), reasoning=message.get("reasoning_content") or message.get("reasoning") or None, usage=data.get("usage"),
+                 latency_ms=round(latency_ms, 3), attempts=attempts,
+                 meta={"id": data.get("id"), "model": data.get("model"), "finish_reason": choice.get("finish_reason")})
+
+
+def _response_class() -> type:
+    """The HTTP response class the SDK hands back unparsed (httpx2 in openai>=3, httpx before)."""
+    try:
+        import httpx2
+    except ImportError:  # openai < 3
+        import httpx as httpx2
+    return httpx2.Response
+
+
+def _http_client(timeout_s: float) -> Any:
+    """The SDK's aiohttp transport (a third of its httpx CPU per request) where aiohttp is installed, else its httpx client."""
+    import openai
+
+    try:
+        return openai.DefaultAioHttpClient(timeout=timeout_s)
+    except (RuntimeError, AttributeError):  # openai without the aiohttp extra
+        return openai.DefaultAsyncHttpxClient(timeout=timeout_s)
+
+
+async def _close_with_loop(client: Any):  # noqa: ANN202 - an async generator
+    """Closes ``client`` when its event loop shuts down (``asyncio.run`` finalises live async generators)."""
+    try:
+        yield
+    finally:
+        await client.close()
+
+
 class OpenAIExaminee(Examinee):
-    """An OpenAI-compatible chat endpoint through ``ChatOpenAI``.
+    """An OpenAI-compatible chat endpoint through the ``openai`` SDK's async client.
 
     Args:
         model: model name the server knows.
@@ -138,18 +172,25 @@ class OpenAIExaminee(Examinee):
         max_attempts: tries per turn (tenacity, exponential backoff with jitter on
             429, 408, 5xx, timeouts, connection errors). The SDK's own retries are off.
         backoff_s: first backoff (s); doubles per retry, capped at 30 s.
-        max_tokens: sent both as ``max_completion_tokens`` and (``extra_body``)
-            ``max_tokens``, which Ollama and llama.cpp read.
+        max_tokens: sent both as ``max_completion_tokens`` and ``max_tokens``,
+            which Ollama and llama.cpp read.
         temperature: sampling temperature; None (default) sends none, so the
             server's default applies (reasoning models reject anything but 1).
             Pass 0 for reproducible audits on models that accept it.
+        max_rpm, max_tpm: requests / tokens per minute (None: unlimited), booked
+            before every try in :attr:`limiter`, which a sharded run may replace
+            with one shared by every shard.
     """
+
+    #: What ``--model`` starts with for this backend.
+    prefix = "openai"
 
     def __init__(self, model: str, *, base_url: str | None = None, api_key_env: str = "OPENAI_API_KEY",
                  timeout_s: float = 120.0, concurrency: int = 8, max_attempts: int = 4, backoff_s: float = 1.0,
-                 max_tokens: int | None = None, temperature: float | None = None) -> None:
+                 max_tokens: int | None = None, temperature: float | None = None,
+                 max_rpm: float | None = None, max_tpm: float | None = None) -> None:
         if not model:
-            raise ModelError("openai:<model> needs a model name, e.g. openai:gpt-4o")
+            raise ModelError(f"{self.prefix}:<model> needs a model name, e.g. {self.prefix}:gpt-4o")
         if not os.environ.get(api_key_env) and base_url is None:
             raise ModelError(f"environment variable {api_key_env} is not set (it must hold the API key)")
         if not (math.isfinite(float(timeout_s)) and float(timeout_s) > 0):
@@ -157,7 +198,7 @@ class OpenAIExaminee(Examinee):
         if not (math.isfinite(float(backoff_s)) and float(backoff_s) >= 0):
             raise ModelError(f"the retry backoff must be a number of seconds >= 0, got {backoff_s!r}")
         register_secret(os.environ.get(api_key_env))  # whatever a server echoes of it is masked before it is shown or stored
-        self.name = f"openai:{model}"
+        self.name = f"{self.prefix}:{model}"
         self.model = model
         self.base_url = base_url
         self.api_key_env = api_key_env
@@ -167,43 +208,80 @@ class OpenAIExaminee(Examinee):
         self.timeout_s = float(timeout_s)
         self.max_tokens = int(max_tokens) if max_tokens else None
         self.temperature = temperature
+        self.limiter: RateLimit | None = make_limiter(max_rpm, max_tpm)
+        self._forget_loop()
+
+    # ------------------------------------------------------------ per event loop
+    def _forget_loop(self) -> None:
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._llm: Any = None
+        self._client: Any = None
         self._semaphore: asyncio.Semaphore | None = None
+        self._closer: Any = None
 
-    def _bind(self) -> tuple[Any, asyncio.Semaphore]:
-        """The model and semaphore of the running event loop.
+    def __getstate__(self) -> dict[str, Any]:
+        """Picklable for shard workers: the client and semaphore belong to this process's loop."""
+        return {**self.__dict__, "_loop": None, "_client": None, "_semaphore": None, "_closer": None}
 
-        Built once per loop with its own HTTP client: langchain-openai caches a
-        default async client per (base_url, timeout) across loops, which fails
-        with "Event loop is closed" when a second ``asyncio.run`` reuses it.
-        The key is read from the environment here and kept only by the client.
+    def _open_client(self) -> Any:
+        """The SDK client of this loop, SDK retries off. The key is read from the environment here and kept only by the client."""
+        import openai
+
+        return openai.AsyncOpenAI(api_key=os.environ.get(self.api_key_env) or "not-needed", base_url=self.base_url,
+                                  timeout=self.timeout_s, max_retries=0, http_client=_http_client(self.timeout_s))
+
+    async def _bind(self) -> tuple[Any, asyncio.Semaphore]:
+        """The client and semaphore of the running event loop, built once per loop and closed with it.
+
+        A client cannot outlive its loop (its connections belong to it): a
+        second ``asyncio.run`` gets a new one.
         """
         loop = asyncio.get_running_loop()
-        if self._loop is not loop or self._llm is None:
-            import openai
-
-            kwargs: dict[str, Any] = dict(
-                model=self.model, base_url=self.base_url, api_key=os.environ.get(self.api_key_env) or "not-needed",
-                timeout=self.timeout_s, max_retries=0, use_responses_api=False,
-                http_async_client=openai.DefaultAsyncHttpxClient(timeout=self.timeout_s))
-            if self.temperature is not None:
-                kwargs["temperature"] = self.temperature
-            if self.max_tokens:
-                kwargs["max_tokens"] = self.max_tokens
-                kwargs["extra_body"] = {"max_tokens": self.max_tokens}
-            self._llm = _reasoning_chat_class()(**kwargs)
+        if self._loop is not loop or self._client is None:
+            self._client = self._open_client()
             self._semaphore = asyncio.Semaphore(self.concurrency)
             self._loop = loop
-        return self._llm, self._semaphore
+            closer = _close_with_loop(self._client) if callable(getattr(self._client, "close", None)) else None
+            if closer is not None:
+                await closer.__anext__()
+            self._closer = closer
+        return self._client, self._semaphore
 
-    async def _call(self, messages: list[dict[str, Any]]):  # noqa: ANN202
-        """One request; returns (message, ms spent on it, not counting the wait for a slot)."""
-        llm, semaphore = self._bind()
+    async def aclose(self) -> None:
+        """Close this loop's client now; the next request opens a new one."""
+        if self._closer is not None and self._loop is asyncio.get_running_loop():
+            await self._closer.aclose()
+        self._forget_loop()
+
+    # ------------------------------------------------------------ one request
+    def request_body(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
+        """The JSON body sent: what ChatOpenAI sends for the same settings."""
+        body: dict[str, Any] = {"messages": messages, "model": self.model, "stream": False}
+        if self.max_tokens:
+            body["max_completion_tokens"] = self.max_tokens
+        if self.temperature is not None:
+            body["temperature"] = self.temperature
+        if self.max_tokens:
+            body["max_tokens"] = self.max_tokens  # what Ollama and llama.cpp read
+        return body
+
+    async def _send(self, client: Any, messages: list[dict[str, Any]]) -> Reply:
+        """One HTTP request (the SDK raises its own error classes on a non-2xx status); latency in ms."""
+        started = time.perf_counter()
+        response = await client.post("/chat/completions", cast_to=_response_class(), body=self.request_body(messages))
+        return reply_from_completion(json.loads(response.content), (time.perf_counter() - started) * 1000)
+
+    async def _call(self, messages: list[dict[str, Any]]) -> Reply:
+        """One try: the rate budget, a slot, the request (its latency counts neither wait)."""
+        client, semaphore = await self._bind()
+        limiter = self.limiter
+        booked = estimate_tokens(messages, self.max_tokens) if limiter is not None else 0
+        if limiter is not None:
+            await limiter.acquire(booked)
         async with semaphore:
-            started = time.perf_counter()
-            message = await llm.ainvoke(text_parts_joined(messages))
-            return message, (time.perf_counter() - started) * 1000
+            reply = await self._send(client, messages)
+        if limiter is not None:
+            await limiter.settle(booked, reply.usage)
+        return reply
 
     def preflight(self) -> str:
         """``GET /models`` and, where that does not settle it, one one-token request (see :mod:`ecgtrace.agents.exam.preflight`)."""
@@ -218,6 +296,7 @@ class OpenAIExaminee(Examinee):
 
         started = time.perf_counter()
         attempts = 0
+        sent = text_parts_joined(messages)
         try:
             async for attempt in AsyncRetrying(
                 stop=stop_after_attempt(self.max_attempts),
@@ -227,7 +306,7 @@ class OpenAIExaminee(Examinee):
             ):
                 with attempt:
                     attempts += 1
-                    message, latency_ms = await self._call(messages)
+                    reply = await self._call(sent)
         except openai.APIStatusError as exc:
             if exc.status_code in _FATAL_STATUS:
                 raise ModelError(f"the server refused model {self.model!r} ({_describe(exc)}); check --model, --base-url and the API key variable") from None
@@ -236,7 +315,8 @@ class OpenAIExaminee(Examinee):
         except Exception as exc:  # noqa: BLE001 - any server failure is recorded, never crashes the run
             return Reply(raw=None, error=f"{_describe(exc)} after {attempts} attempt(s)", attempts=attempts,
                          latency_ms=round((time.perf_counter() - started) * 1000, 3))
-        return reply_from_message(message, latency_ms, attempts)
+        reply.attempts = attempts
+        return reply
 
     async def context_tokens(self) -> int | None:
         """The context length the server reports for this model, or None (api.openai.com and many servers report none).
@@ -287,10 +367,15 @@ def _reported_context(data: Any, model: str) -> dict[str, int]:
     return out
 
 
+def options_kwargs(options: ExamineeOptions) -> dict[str, Any]:
+    """The keyword arguments an OpenAI-compatible examinee takes from ``--model``'s options."""
+    return dict(base_url=options.base_url, api_key_env=options.api_key_env, timeout_s=options.timeout_s,
+                concurrency=options.concurrency, max_attempts=options.max_attempts, backoff_s=options.backoff_s,
+                max_tokens=options.max_tokens, temperature=options.temperature, max_rpm=options.max_rpm, max_tpm=options.max_tpm)
+
+
 def _make(argument: str | None, options: ExamineeOptions) -> Examinee:
-    return OpenAIExaminee(argument or "", base_url=options.base_url, api_key_env=options.api_key_env, timeout_s=options.timeout_s,
-                          concurrency=options.concurrency, max_attempts=options.max_attempts, backoff_s=options.backoff_s,
-                          max_tokens=options.max_tokens, temperature=options.temperature)
+    return OpenAIExaminee(argument or "", **options_kwargs(options))
 
 
 BACKEND = Backend("openai", _make, argument="model", summary="an OpenAI-compatible chat endpoint (--base-url, --api-key-env)")

@@ -27,7 +27,7 @@ from ecgtrace.errors import ModelError
 #: Entry point group through which installed packages add examinees.
 ENTRY_POINT_GROUP = "ecgtrace.examinees"
 #: The built-in backends, one module each (each defines ``BACKEND``), in the order help texts list them.
-BUILTIN_MODULES: tuple[str, ...] = ("openai_chat", "oracle", "random_pick", "prior", "human")
+BUILTIN_MODULES: tuple[str, ...] = ("openai_chat", "langchain_chat", "oracle", "random_pick", "prior", "human")
 
 _REGISTERED: dict[str, Backend] = {}
 
@@ -101,11 +101,13 @@ def describe_specs(*, plugins: bool = False) -> str:
 
 def make_examinee(spec: str, *, seed: int = 0, base_url: str | None = None, api_key_env: str = "OPENAI_API_KEY",
                   timeout_s: float = 120.0, concurrency: int = 8, max_attempts: int = 4, backoff_s: float = 1.0,
-                  max_tokens: int | None = None, temperature: float | None = None, max_reply_chars: int | None = None) -> Examinee:
+                  max_tokens: int | None = None, temperature: float | None = None, max_reply_chars: int | None = None,
+                  max_rpm: float | None = None, max_tpm: float | None = None) -> Examinee:
     """Build an examinee from ``--model`` (see the module docstring for where names come from).
 
     ``max_reply_chars`` (default :data:`~ecgtrace.agents.exam.examinees.base.MAX_REPLY_CHARS`):
-    how much of each reply a run keeps and sends back in later turns.
+    how much of each reply a run keeps and sends back in later turns. ``max_rpm``/``max_tpm``:
+    the rate limits of backends that send requests (see :mod:`ecgtrace.agents.exam.rate_limit`).
 
     Raises:
         ModelError: unknown name, an argument where none is taken, or a plugin that fails to load.
@@ -115,7 +117,8 @@ def make_examinee(spec: str, *, seed: int = 0, base_url: str | None = None, api_
     if backend is None or (colon and backend.argument is None):
         raise ModelError(f"unknown model {spec!r}: use {describe_specs(plugins=True)}")
     options = ExamineeOptions(seed=seed, base_url=base_url, api_key_env=api_key_env, timeout_s=timeout_s, concurrency=concurrency,
-                              max_attempts=max_attempts, backoff_s=backoff_s, max_tokens=max_tokens, temperature=temperature)
+                              max_attempts=max_attempts, backoff_s=backoff_s, max_tokens=max_tokens, temperature=temperature,
+                              max_rpm=max_rpm, max_tpm=max_tpm)
     examinee = backend.factory(argument if colon else None, options)
     if not isinstance(examinee, Examinee):
         raise ModelError(f"examinee backend {name!r} returned {type(examinee).__name__}, not an Examinee")

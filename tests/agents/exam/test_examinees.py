@@ -185,7 +185,7 @@ def test_a_plugin_factory_or_a_broken_plugin(monkeypatch):
     with pytest.raises(ModelError, match="neither a Backend nor a factory"):
         make_examinee("odd")
     assert isinstance(make_examinee("oracle"), OracleExaminee)  # a plugin cannot take over a built-in name
-    with pytest.raises(ModelError, match=r"unknown model 'nobody': use openai:<model>, oracle, random, prior, human, bare, broken or odd"):
+    with pytest.raises(ModelError, match=r"unknown model 'nobody': use openai:<model>, langchain-openai:<model>, oracle, random, prior, human, bare, broken or odd"):
         make_examinee("nobody")
 
 
@@ -216,10 +216,11 @@ def test_help_lists_the_registered_names_without_scanning_plugins(monkeypatch):
     from ecgtrace.cli import build_parser
 
     calls = _entry_points(monkeypatch, ("echo", "tests.support.fake_examinee:BACKEND"))
-    assert describe_specs() == "openai:<model>, oracle, random, prior or human"
+    assert describe_specs() == "openai:<model>, langchain-openai:<model>, oracle, random, prior or human"
     text = build_parser().format_help() + "".join(
         action.choices[name].format_help() for action in build_parser()._subparsers._group_actions for name in ("audit", "qa-eval"))
-    assert "openai:<model>, oracle, random, prior or human" in text and calls == []
+    # argparse wraps help lines: compare with the whitespace collapsed
+    assert "openai:<model>, langchain-openai:<model>, oracle, random, prior or human" in " ".join(text.split()) and calls == []
 
 
 def test_a_langchain_chat_model_is_an_examinee():
@@ -245,3 +246,34 @@ def test_text_only_content_goes_out_as_one_string(mock_server):
     sent_text, sent_image = server.requests[0]["messages"], server.requests[1]["messages"]
     assert sent_text[1]["content"] == "ECG signal (text): 1 2 3\n\nHow many PVCs?"
     assert isinstance(sent_image[1]["content"], list) and [p["type"] for p in sent_image[1]["content"]] == ["text", "image_url", "text"]
+
+
+def test_the_sdk_examinee_sends_and_reads_what_chatopenai_does(mock_server):
+    """openai:<model> (the SDK's client) and langchain-openai:<model> (ChatOpenAI): same body, same Reply."""
+    from ecgtrace.agents.exam.examinees import LangChainOpenAIExaminee
+
+    server = mock_server(fixed("**B. No**"), reasoning="P waves are absent")
+    replies = []
+    for spec in ("openai:mock-vl", "langchain-openai:mock-vl"):
+        examinee = make_examinee(spec, base_url=server.url, timeout_s=5, max_tokens=64, temperature=0.0)
+        assert examinee.name == spec
+        replies.append(run(examinee.answer(MESSAGES, TURN)))
+    assert isinstance(make_examinee("langchain-openai:m", base_url=server.url), LangChainOpenAIExaminee)
+    sdk_body, chat_body = server.requests
+    assert {k: v for k, v in sdk_body.items() if k != "stream"} == {k: v for k, v in chat_body.items() if k != "stream"}
+    assert sdk_body["max_tokens"] == sdk_body["max_completion_tokens"] == 64 and sdk_body["temperature"] == 0.0
+    sdk, chat = replies
+    assert sdk.raw == chat.raw == "**B. No**" and sdk.reasoning == chat.reasoning == "P waves are absent"
+    # the server's usage as it came; ChatOpenAI's model_dump adds the detail fields the server left out as None
+    assert sdk.usage == {k: v for k, v in chat.usage.items() if v is not None} and sdk.usage["total_tokens"] > 0
+    assert sdk.meta["model"] == chat.meta["model"] and sdk.meta["finish_reason"] == chat.meta["finish_reason"] == "stop"
+    assert sdk.meta["id"] and chat.meta["id"] and sdk.error is None and chat.error is None
+
+
+def test_an_answer_without_choices_is_a_recorded_error(mock_server):
+    from ecgtrace.agents.exam.examinees.openai_chat import reply_from_completion
+
+    with pytest.raises(ValueError, match="no choices"):
+        reply_from_completion({"id": "x", "choices": []}, 1.0)
+    reply = reply_from_completion({"id": "x", "model": "m", "choices": [{"message": {"content": None, "reasoning": "r"}, "finish_reason": "length"}]}, 2.0)
+    assert (reply.raw, reply.reasoning, reply.meta["finish_reason"], reply.usage) == ("", "r", "length", None)

@@ -215,11 +215,75 @@ def test_originals_are_taken_group_by_group_and_qa_tasks_in_turn() -> None:
     assert sorted(it["id"] for it in everything) == sorted(it["id"] for it in items)  # the order changes, never the choice
 
 
-def test_the_probe_command_refuses_run_controls_it_would_ignore(dataset, tmp_path, capsys) -> None:
+def _probe_cli(dataset, probe_set, run: Path, *extra: str) -> int:
     from ecgtrace.cli import main
 
-    for extra in (["--epochs", "3"], ["--text-encoding", "compact", "--text-fs", "50"], ["--sample-id", "x"]):
-        assert main(["probe", str(dataset), "--model", "oracle", "--modality", "text", "--run", str(tmp_path / "r"), *extra]) != 0
-        err = capsys.readouterr().err
-        assert "error:" in err and "does not take" in err and extra[0] in err and "Traceback" not in err
-    assert not (tmp_path / "r").exists()  # refused before the run folder is made
+    return main(["probe", str(dataset), "--model", "oracle", "--modality", "text", "--run", str(run), "--probe-set", str(probe_set.root),
+                 "--max-per-group", "1", "--quiet", *extra])
+
+
+def test_probe_epochs_ask_every_pair_again_with_shuffled_options(dataset, probe_set, tmp_path) -> None:
+    assert _probe_cli(dataset, probe_set, tmp_path / "r", "--epochs", "2") == 0
+    rows = [json.loads(line) for line in (tmp_path / "r" / "samples.jsonl").read_text().splitlines()]
+    n = len(probe_set.entries())
+    assert len(rows) == 2 * n and sum(r["epoch"] == 1 for r in rows) == n
+    assert all(r["id"].endswith("#1") == (r["epoch"] == 1) and r["sample"]["id"] == r["id"] for r in rows)
+    results = json.loads((tmp_path / "r" / "results.json").read_text())
+    assert results["epochs"]["epochs"] == 2 and results["complete"]
+    for e in results["epochs"]["per_epoch"]:  # the oracle answers from the truth: shuffled options change nothing
+        assert e["sensitivity"] == 1.0 and e["invariance"] == 1.0
+    assert results["epochs"]["agreement"]["samples_agree"] == 1.0
+
+
+def test_probe_sample_id_and_limit_choose_originals_with_all_their_counterfactuals(dataset, probe_set, tmp_path, capsys) -> None:
+    kept = [p for p in probe_set.pairs if p["status"] == "kept"]
+    original = kept[0]["original"]
+    mine = {p["id"] for p in kept if p["original"] == original}
+    assert _probe_cli(dataset, probe_set, tmp_path / "one", "--sample-id", original) == 0
+    ids = {json.loads(line)["id"] for line in (tmp_path / "one" / "samples.jsonl").read_text().splitlines()}
+    assert ids == {original} | mine
+    assert _probe_cli(dataset, probe_set, tmp_path / "bad", "--sample-id", "no-such-item") != 0
+    err = capsys.readouterr().err
+    assert "error:" in err and "no-such-item" in err and "Traceback" not in err
+    assert _probe_cli(dataset, probe_set, tmp_path / "grow", "--limit", "1") == 0
+    first = (tmp_path / "grow" / "samples.jsonl").read_text().splitlines()
+    assert _probe_cli(dataset, probe_set, tmp_path / "grow", "--limit", "2") == 0  # the same folder grows, nothing asked twice
+    second = (tmp_path / "grow" / "samples.jsonl").read_text().splitlines()
+    assert second[: len(first)] == first and len(second) > len(first)
+    originals = {json.loads(line)["id"] for line in second if json.loads(line)["role"] == "original"}
+    assert len(originals) == 2
+
+
+def test_probe_text_encoding_and_prompt_budget_decide_what_is_asked(dataset, probe_set, tmp_path, capsys) -> None:
+    # a raw 10 s 3-lead 250 Hz window is tens of thousands of tokens: nothing fits 10,000, and the run says so
+    assert _probe_cli(dataset, probe_set, tmp_path / "raw", "--max-prompt-tokens", "10000") != 0
+    err = capsys.readouterr().err
+    assert "error:" in err and "skipped" in err and "Traceback" not in err
+    # the beat summary of the same windows fits: every pair is asked, and the run records the encoding
+    assert _probe_cli(dataset, probe_set, tmp_path / "summary", "--text-encoding", "summary", "--max-prompt-tokens", "10000") == 0
+    results = json.loads((tmp_path / "summary" / "results.json").read_text())
+    assert results["skipped"]["n"] == 0 and results["overall"]["sensitivity"]["value"] == 1.0
+    header = json.loads((tmp_path / "summary" / "header.json").read_text())
+    assert header["identity"]["text_encoding"]["method"] == "summary"
+    assert _probe_cli(dataset, probe_set, tmp_path / "img", "--text-encoding", "compact", "--text-fs", "50", "--modality", "image") != 0
+    assert "--text-encoding" in capsys.readouterr().err
+
+
+def test_probe_prices_go_into_the_usage_block(dataset, probe_set, tmp_path) -> None:
+    assert _probe_cli(dataset, probe_set, tmp_path / "r", "--price-in", "2.5", "--price-out", "10") == 0
+    usage = json.loads((tmp_path / "r" / "results.json").read_text())["usage"]
+    assert usage["per_model"]["oracle"]["price_per_1m_usd"] == {"in": 2.5, "out": 10.0}
+    assert usage["requests"] > 0 and usage["without_usage"] == usage["requests"]  # the oracle sends no usage: counted, never guessed
+
+
+def test_a_probe_set_built_inside_a_new_run_folder_is_reused_on_resume(dataset, tmp_path, capsys) -> None:
+    from ecgtrace.cli import main
+
+    argv = ["probe", str(dataset), "--model", "oracle", "--modality", "text", "--run", str(tmp_path / "r"), "--kinds", "control",
+            "--only", "pvc", "--max-per-group", "1", "--quiet", "--json"]
+    assert main(argv) == 0
+    first = json.loads(capsys.readouterr().out)
+    assert (tmp_path / "r" / "probe-set" / "pairs.jsonl").is_file() and first["n_finished"] == first["n_items"] > 0
+    lines = (tmp_path / "r" / "samples.jsonl").read_text()
+    assert main(argv) == 0 and (tmp_path / "r" / "samples.jsonl").read_text() == lines  # resumed: nothing asked again
+    assert json.loads(capsys.readouterr().out)["overall"] == first["overall"]

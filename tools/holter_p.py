@@ -1,0 +1,383 @@
+"""P waves on detected beats of a long recording: every atrial activation, conducted or not.
+
+AV block, non-conducted PACs and junctional rhythm are decided by P waves that a
+beat list does not carry. This module finds them in the signal, chunk by chunk
+(bounded memory on 24 h Holters), with ``method="template"``:
+
+1. Band-pass 0.5-25 Hz. Per chunk, the median QRS-T complex of the regular
+   narrow (class ``N``) beats, from ``qrst_pre_ms`` before R to ``qrst_post_ms``
+   after it (cut short before the next P), is fitted (least-squares scale) and
+   subtracted from every N beat, so a P wave on a T wave stays visible. Around
+   other beats (V, F, Q: another QRS-T shape) no P is looked for.
+2. The P template is the median residual before the regular N beats; its peak
+   is the largest multi-lead deflection ``p_search_ms`` before R. A record (or
+   chunk) whose template does not stand out of the beat-to-beat residual
+   (``min_p_snr``) has no visible P waves: no P is reported there, and the
+   reason is recorded (``status``), instead of guessing.
+3. P peaks: local maxima of the multi-lead normalised cross-correlation with the
+   template of at least ``min_corr``, at a scale of ``min_scale``-``max_scale``
+   of the template, outside each QRS (``qrs_guard_ms``), outside artifact
+   spans, at least ``min_pp_ms`` apart.
+
+Each beat's conducted P is found with the AV-conduction rule of
+:func:`ecgtrace.tools._rhythm_conduction.conducted_p`; ``p_present`` is True
+where it exists. Thresholds were set on the synthetic holtercare record and
+MIT-BIH DS1 (tuned); DS2, LTAFDB, CPSC 2021 are scored only (``benchmarks/rhythm.py``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy.signal import butter, fftconvolve, sosfiltfilt
+
+from ecgtrace.tools.af import _runs
+from ecgtrace.tools._rhythm_conduction import DEFAULT_CONDUCTION_PARAMS, conducted_p
+from ecgtrace.tools.records import RecordInfo, iter_chunks, open_record
+
+HOLTER_P_VERSION = "1"
+DEFAULT_P_PARAMS: dict[str, Any] = {
+    "band_hz": (0.5, 25.0),
+    "qrst_pre_ms": 70.0,
+    "qrst_post_ms": 560.0,
+    "p_search_ms": (300.0, 110.0),
+    "p_halfwidth_ms": 60.0,
+    "min_template_beats": 20,
+    "min_p_snr": 1.5,
+    "min_corr": 0.80,
+    "min_scale": 0.5,
+    "max_scale": 2.0,
+    "qrs_guard_ms": (110.0, 90.0),
+    "other_beat_guard_ms": (120.0, 480.0),
+    "t_zone_ms": 420.0,
+    "t_zone_min_corr": 0.93,
+    "min_pp_ms": 240.0,
+    "align_ms": 40.0,
+    "on_time_tol": 0.12,
+    "blocked_min_corr": 0.92,
+    "max_extra_p_share": 0.02,
+    "chunk_s": 600.0,
+    "overlap_s": 5.0,
+}
+
+
+@dataclass
+class PWaves:
+    """P-wave peaks of a record and each beat's conducted P.
+
+    Attributes:
+        p_samples: Every P-wave peak found (sample index, sorted).
+        p_present: Bool per beat: a conducted P precedes it.
+        pr_ms: Per beat, R minus its conducted P peak (ms; NaN without one).
+        p_known: Bool per beat: the beat lies in a chunk where P waves are visible (elsewhere
+            ``p_present`` False means "not known", never "absent").
+        r_fiducial: Per beat, the R peak aligned on its chunk's median QRS (N beats; others as given):
+            PR is measured to it, so the beat detector's jitter is no PR change.
+        status: ``ok``, or why no P waves are reported (``no visible P waves``).
+        chunks: Per chunk ``{start, stop, status, snr, pr_template_ms}``.
+        provenance: ``{source, method, version, params}``.
+    """
+
+    p_samples: np.ndarray
+    p_present: np.ndarray
+    pr_ms: np.ndarray
+    p_known: np.ndarray
+    r_fiducial: np.ndarray
+    status: str
+    chunks: list[dict[str, Any]] = field(default_factory=list)
+    provenance: dict[str, Any] = field(default_factory=dict)
+
+
+def _bandpass(x: np.ndarray, fs_hz: float, band_hz: tuple[float, float]) -> np.ndarray:
+    x = np.where(np.isfinite(x), x, 0.0)
+    sos = butter(2, [band_hz[0], min(band_hz[1], 0.45 * fs_hz)], btype="bandpass", fs=fs_hz, output="sos")
+    return sosfiltfilt(sos, x, axis=0) if x.shape[0] > 60 else x - np.median(x, axis=0)
+
+
+def _regular_normals(beats: np.ndarray, classes: np.ndarray) -> np.ndarray:
+    """N beats whose neighbours are N and whose RR before and after are within 20 % of the local median."""
+    n = beats.size
+    ok = classes == "N"
+    if n < 5:
+        return np.zeros(n, bool)
+    rr = np.diff(beats).astype(np.float64)
+    med = float(np.median(rr))
+    prev = np.concatenate([[np.nan], rr])
+    nxt = np.concatenate([rr, [np.nan]])
+    ok &= np.abs(prev - med) <= 0.2 * med
+    ok &= np.abs(nxt - med) <= 0.2 * med
+    ok[1:] &= classes[:-1] == "N"
+    ok[:-1] &= classes[1:] == "N"
+    return ok
+
+
+def _windows(x: np.ndarray, centers: np.ndarray, lo: int, hi: int) -> np.ndarray:
+    """(n_centers, hi - lo, n_leads) windows ``x[c + lo : c + hi]`` (centers must fit)."""
+    idx = centers[:, None] + np.arange(lo, hi)[None, :]
+    return x[idx]
+
+
+def _align_beats(f: np.ndarray, beats: np.ndarray, good: np.ndarray, is_n: np.ndarray, fs_hz: float, p: dict[str, Any]) -> np.ndarray:
+    """N-beat R peaks moved (up to ``align_ms``) to best match the median QRS: one fiducial, so PR steps are real."""
+    half, lag = int(0.08 * fs_hz), int(p["align_ms"] * fs_hz / 1000)
+    inside = (beats - half - lag >= 0) & (beats + half + lag < f.shape[0])
+    fit = good & inside
+    out = beats.copy()
+    if fit.sum() < p["min_template_beats"]:
+        return out
+    tpl = np.median(_windows(f, beats[fit], -half, half), axis=0)
+    tpl = tpl - tpl.mean(axis=0)
+    idx = np.flatnonzero(is_n & inside)
+    if idx.size == 0:
+        return out
+    score = np.stack([(_windows(f, beats[idx] + k, -half, half) * tpl[None]).sum(axis=(1, 2)) for k in range(-lag, lag + 1)], axis=1)
+    out[idx] = beats[idx] + np.argmax(score, axis=1) - lag
+    return out
+
+
+def _subtract_qrst(f: np.ndarray, beats: np.ndarray, good: np.ndarray, is_n: np.ndarray, fs_hz: float, pr_guess: int, p: dict[str, Any]) -> np.ndarray:
+    """The signal minus each N beat's fitted median QRS-T (in a copy)."""
+    pre, post = int(p["qrst_pre_ms"] * fs_hz / 1000), int(p["qrst_post_ms"] * fs_hz / 1000)
+    fit = good & (beats - pre >= 0) & (beats + post < f.shape[0])
+    res = f.copy()
+    if fit.sum() < p["min_template_beats"]:
+        return res
+    template = np.median(_windows(f, beats[fit], -pre, post), axis=0)  # (pre + post, leads)
+    for i in np.flatnonzero(is_n):
+        a = beats[i] - pre
+        end = post if i + 1 >= beats.size else min(post, int(beats[i + 1] - beats[i]) - pr_guess - int(0.06 * fs_hz))
+        if a < 0 or end <= 0 or beats[i] + end > f.shape[0]:
+            continue
+        seg, tpl = f[a : beats[i] + end], template[: pre + end]
+        tpl = tpl - np.linspace(tpl[0], tpl[-1], tpl.shape[0])  # zero at both ends: the subtraction leaves no step
+        scale = np.clip((seg * tpl).sum(axis=0) / np.maximum((tpl * tpl).sum(axis=0), 1e-12), 0.6, 1.6)
+        res[a : beats[i] + end] -= tpl * scale
+    return res
+
+
+def _p_template(res: np.ndarray, beats: np.ndarray, good: np.ndarray, fs_hz: float, p: dict[str, Any]) -> tuple[np.ndarray | None, int, float]:
+    """``(template (2h+1, leads) or None, R minus P peak in samples, SNR)`` from the residual before regular N beats."""
+    far, near = (int(v * fs_hz / 1000) for v in p["p_search_ms"])
+    half = int(p["p_halfwidth_ms"] * fs_hz / 1000)
+    use = good & (beats - far - half >= 0)
+    if use.sum() < p["min_template_beats"]:
+        return None, 0, 0.0
+    w = _windows(res, beats[use], -far - half, -near + half + 1)  # (beats, time, leads)
+    w = w - np.median(w, axis=1, keepdims=True)  # the T-P baseline of each beat is the zero, not the filter's offset
+    med = np.median(w, axis=0)
+    spread = np.median(np.abs(w - med[None]), axis=0) * 1.4826  # per-beat residual around the median
+    score = (np.abs(med) / np.maximum(spread.mean(axis=0), 1e-9)[None, :]).sum(axis=1)
+    k = half + int(np.argmax(score[half : score.size - half]))
+    tpl = med[k - half : k + half + 1]
+    lead = int(np.argmax(np.ptp(tpl, axis=0) / np.maximum(spread.mean(axis=0), 1e-9)))
+    snr = float(np.ptp(tpl[:, lead]) / max(float(spread[:, lead].mean()), 1e-9))
+    return tpl - tpl.mean(axis=0), far + half - k, snr
+
+
+def _sliding_corr(res: np.ndarray, tpl: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Multi-lead normalised correlation and scale of ``tpl`` at each centre sample of ``res``."""
+    m = tpl.shape[0]
+    num = sum(fftconvolve(res[:, j], tpl[::-1, j], mode="same") for j in range(res.shape[1]))
+    csum = np.cumsum(np.vstack([np.zeros((1, res.shape[1])), res]), axis=0)
+    csq = np.cumsum(np.vstack([np.zeros((1, res.shape[1])), res * res]), axis=0)
+    lo = np.clip(np.arange(res.shape[0]) - m // 2, 0, res.shape[0] - m)
+    s1, s2 = csum[lo + m] - csum[lo], csq[lo + m] - csq[lo]
+    var = np.maximum((s2 - s1 * s1 / m).sum(axis=1), 1e-12)
+    energy = float((tpl * tpl).sum())
+    return num / np.sqrt(var * energy), num / energy
+
+
+def _peaks(corr: np.ndarray, scale: np.ndarray, allowed: np.ndarray, t_zone: np.ndarray, fs_hz: float, p: dict[str, Any]) -> np.ndarray:
+    """Greedy non-maximum suppression of allowed correlation peaks, ``min_pp_ms`` apart (stricter on T waves)."""
+    need = np.where(t_zone, p["t_zone_min_corr"], p["min_corr"])
+    cand = np.flatnonzero(allowed & (corr >= need) & (scale >= p["min_scale"]) & (scale <= p["max_scale"]))
+    if cand.size == 0:
+        return cand
+    gap = int(p["min_pp_ms"] * fs_hz / 1000)
+    order = cand[np.argsort(-corr[cand], kind="stable")]
+    taken = np.zeros(corr.size, bool)
+    keep = []
+    for c in order:
+        if not taken[max(c - gap + 1, 0) : c + gap].any():
+            keep.append(c)
+            taken[c] = True
+    return np.sort(np.asarray(keep, dtype=np.int64))
+
+
+def _keep_blocked(p_samples: np.ndarray, corr: np.ndarray, conducted: np.ndarray, beats: np.ndarray, fs_hz: float, p: dict[str, Any]) -> np.ndarray:
+    """Mask of P peaks to keep: every conducted P; a P without QRS only when the atrial rhythm vouches for it.
+
+    A dropped sinus P (AV block) comes on time: the P-P before and after it are
+    within ``on_time_tol`` of the local median P-P (one of them may span two
+    cycles, where a P hid in a QRS). A non-conducted PAC comes
+    early (P-P under ``premature_pp_ratio`` x the median) and must match the
+    template closely (``blocked_min_corr``) off the T wave (an early P on a T wave
+    cannot be told from the T wave's residue here). Any other P without QRS is a T-wave
+    or noise residue more often than an atrial beat: dropped.
+    """
+    keep = np.zeros(p_samples.size, bool)
+    keep[conducted[conducted >= 0]] = True
+    pp = np.diff(p_samples).astype(np.float64)
+    prev = np.searchsorted(beats, p_samples, side="right") - 1
+    on_t = (prev >= 0) & (p_samples - beats[np.maximum(prev, 0)] < p["t_zone_ms"] * fs_hz / 1000)
+    for k in np.flatnonzero(~keep):
+        if k == 0 or k + 1 >= p_samples.size:
+            continue
+        ref = float(np.median(pp[max(k - 5, 0) : k + 5]))
+        before, after = pp[k - 1] / ref, pp[k] / ref
+        # a P hidden in a QRS doubles one P-P: on time means each side is 1 (or 2) cycles, one side exactly 1
+        near = [min(abs(r - 1.0), abs(r - 2.0) / 2.0) <= p["on_time_tol"] for r in (before, after)]
+        on_time = all(near) and min(abs(before - 1.0), abs(after - 1.0)) <= p["on_time_tol"]
+        early = before < DEFAULT_CONDUCTION_PARAMS["premature_pp_ratio"] and corr[k] >= p["blocked_min_corr"] and not on_t[k]
+        keep[k] = on_time or early
+    return keep
+
+
+def _allowed(n: int, beats: np.ndarray, is_n: np.ndarray, fs_hz: float, p: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+    """``(allowed, t_zone)`` masks: no P inside a QRS (or another beat's QRS-T); the T wave after it asks more."""
+    ok = np.ones(n, bool)
+    t_zone = np.zeros(n, bool)
+    t_end = int(p["t_zone_ms"] * fs_hz / 1000)
+    for b in beats[is_n]:
+        t_zone[max(b, 0) : max(b + t_end, 0)] = True  # the subtracted T wave's residual can mimic a P
+    for guard, which in ((p["qrs_guard_ms"], is_n), (p["other_beat_guard_ms"], ~is_n)):
+        before, after = (int(v * fs_hz / 1000) for v in guard)
+        for b in beats[which]:
+            ok[max(b - before, 0) : max(b + after, 0)] = False
+    return ok, t_zone
+
+
+def _chunk_p(x: np.ndarray, beats: np.ndarray, classes: np.ndarray, fs_hz: float, p: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+    """``(P peaks, their correlation, aligned R peaks, chunk status)`` of one chunk (samples local to the chunk)."""
+    f = _bandpass(np.asarray(x, dtype=np.float64), fs_hz, p["band_hz"])
+    is_n = classes == "N"
+    good = _regular_normals(beats, classes)
+    beats = _align_beats(f, beats, good, is_n, fs_hz, p)
+    guess = int(0.16 * fs_hz)
+    res = _subtract_qrst(f, beats, good, is_n, fs_hz, guess, p)
+    tpl, pr, snr = _p_template(res, beats, good, fs_hz, p)
+    if tpl is None:
+        return np.zeros(0, np.int64), np.zeros(0), beats, {"status": "too few regular N beats for a P template", "snr": None, "pr_template_ms": None}
+    info = {"snr": round(snr, 2), "pr_template_ms": round(pr * 1000 / fs_hz, 1)}
+    if snr < p["min_p_snr"]:
+        return np.zeros(0, np.int64), np.zeros(0), beats, {**info, "status": "no visible P waves (template under the beat-to-beat residual)"}
+    corr, scale = _sliding_corr(res, tpl)
+    bad = ~np.isfinite(np.asarray(x, dtype=np.float64)).all(axis=1)
+    allowed, t_zone = _allowed(f.shape[0], beats, is_n, fs_hz, p)
+    peaks = _peaks(corr, scale, allowed & ~bad, t_zone, fs_hz, p)
+    return peaks, corr[peaks], beats, {**info, "status": "ok"}
+
+
+def _between_normals(p_samples: np.ndarray, beats: np.ndarray, classes: np.ndarray) -> np.ndarray:
+    """True where the beats before and after a P are both N: next to an ectopic beat a sinus P is blocked by it
+    (concealed conduction, a compensatory pause), which is no AV block and no PAC."""
+    i = np.searchsorted(beats, p_samples, side="right") - 1
+    ok = (i >= 0) & (i + 1 < beats.size)
+    out = np.zeros(p_samples.size, bool)
+    out[ok] = (classes[i[ok]] == "N") & (classes[i[ok] + 1] == "N")
+    return out
+
+
+def _extra_p_trusted(p_samples: np.ndarray, extra: np.ndarray, beats: np.ndarray, classes: np.ndarray, chunks: list[dict[str, Any]], fs_hz: float,
+                     p: dict[str, Any]) -> np.ndarray:
+    """Per P peak: True where the extra (non-conducted) P waves of its chunk can be trusted.
+
+    In plain sinus rhythm an RR interval holds no P of its own; when more than
+    ``max_extra_p_share`` of a chunk's regular sinus RR intervals hold one (not
+    counting runs of 3 or more in a row: the 2:1 pattern), the extra P waves
+    there are T-wave or noise residue: all are dropped and the chunk says so.
+    """
+    trusted = np.zeros(p_samples.size, bool)
+    good = _regular_normals(beats, classes)
+    extra_p = p_samples[extra]
+    for c in chunks:
+        if c["status"] != "ok":
+            continue
+        idx = np.flatnonzero(good[1:] & good[:-1] & (beats[1:] >= c["start"]) & (beats[1:] < c["stop"])) + 1  # RR (i-1, i]
+        if idx.size == 0:
+            continue
+        lo = np.searchsorted(extra_p, beats[idx - 1] + int(0.1 * fs_hz), side="right")
+        hi = np.searchsorted(extra_p, beats[idx] - int(DEFAULT_CONDUCTION_PARAMS["min_pr_s"] * fs_hz), side="left")
+        has = hi > lo
+        sporadic = has.copy()
+        for a, b in _runs(has):
+            if b - a + 1 >= 3 and np.all(np.diff(idx[a : b + 1]) == 1):
+                sporadic[a : b + 1] = False
+        share = float(sporadic.mean())
+        c["extra_p_share"] = round(share, 4)
+        ok = share <= p["max_extra_p_share"]
+        if not ok:
+            c["extra_p_status"] = f"extra P waves not trusted: {share:.1%} of regular sinus RR intervals hold one"
+        trusted |= ok & (p_samples >= c["start"]) & (p_samples < c["stop"])
+    return trusted
+
+
+def detect_p_waves(
+    record: RecordInfo | str | os.PathLike[str],
+    beat_samples: np.ndarray,
+    beat_classes: Sequence[str] | np.ndarray,
+    *,
+    artifact_spans: Sequence[tuple[int, int]] = (),
+    method: str = "template",
+    **overrides: Any,
+) -> PWaves:
+    """Every P-wave peak of ``record`` and each beat's conducted P (see the module note).
+
+    Args:
+        record: Record path or opened :class:`RecordInfo` (its ``fs_hz`` is used).
+        beat_samples: R peaks (samples, sorted).
+        beat_classes: AAMI class per beat; only ``N`` beats shape the templates.
+        artifact_spans: ``(start, stop)`` samples where no P is looked for.
+        method: ``template`` (the only one).
+        **overrides: Entries of :data:`DEFAULT_P_PARAMS`.
+    """
+    if method != "template":
+        raise ValueError(f"unknown P-wave method {method!r} (known: template)")
+    unknown = set(overrides) - set(DEFAULT_P_PARAMS)
+    if unknown:
+        raise TypeError(f"unknown P-wave parameter(s): {', '.join(sorted(unknown))}")
+    p = {**DEFAULT_P_PARAMS, **overrides}
+    info = record if isinstance(record, RecordInfo) else open_record(record)
+    fs = float(info.fs_hz)
+    beats = np.asarray(beat_samples, dtype=np.int64)
+    classes = np.asarray(beat_classes).astype("<U1")
+    usable = [j for j, lead in enumerate(info.leads) if lead not in info.unusable_leads] or list(range(len(info.leads)))  # by index: names may repeat
+    fiducial = beats.copy()
+    found: list[np.ndarray] = []
+    found_corr: list[np.ndarray] = []
+    chunks: list[dict[str, Any]] = []
+    for ch in iter_chunks(info, chunk_s=p["chunk_s"], overlap_s=p["overlap_s"], leads=usable):
+        lo, hi = np.searchsorted(beats, [ch.start, ch.start + ch.signal_mv.shape[0]])
+        peaks, pcorr, aligned, meta = _chunk_p(ch.signal_mv, beats[lo:hi] - ch.start, classes[lo:hi], fs, p)
+        peaks = peaks + ch.start
+        core = (beats[lo:hi] >= ch.core_start) & (beats[lo:hi] < ch.core_stop)
+        fiducial[lo:hi][core] = aligned[core] + ch.start
+        in_core = (peaks >= ch.core_start) & (peaks < ch.core_stop)
+        found.append(peaks[in_core])
+        found_corr.append(pcorr[in_core])
+        chunks.append({"start": int(ch.core_start), "stop": int(ch.core_stop), **meta})
+    p_samples = np.concatenate(found) if found else np.zeros(0, np.int64)
+    p_corr = np.concatenate(found_corr) if found_corr else np.zeros(0)
+    for a, b in artifact_spans:
+        out = (p_samples < int(a)) | (p_samples >= int(b))
+        p_samples, p_corr = p_samples[out], p_corr[out]
+    if p_samples.size:
+        cond = conducted_p(fiducial, p_samples, fs, DEFAULT_CONDUCTION_PARAMS)
+        keep = _keep_blocked(p_samples, p_corr, cond, fiducial, fs, p)
+        p_samples, cond_mask = p_samples[keep], np.isin(np.flatnonzero(keep), cond[cond >= 0])
+        p_samples = p_samples[cond_mask | (_between_normals(p_samples, fiducial, classes) & _extra_p_trusted(p_samples, ~cond_mask, fiducial, classes, chunks, fs, p))]
+    cond = conducted_p(fiducial, p_samples, fs, DEFAULT_CONDUCTION_PARAMS) if p_samples.size else np.full(beats.size, -1)
+    pr_ms = np.where(cond >= 0, (fiducial - p_samples[np.maximum(cond, 0)]) * 1000.0 / fs, np.nan) if p_samples.size else np.full(beats.size, np.nan)
+    n_ok = sum(c["status"] == "ok" for c in chunks)
+    status = "ok" if n_ok == len(chunks) and chunks else (f"P waves visible in {n_ok} of {len(chunks)} chunks" if n_ok else (chunks[0]["status"] if chunks else "empty record"))
+    known = np.zeros(beats.size, bool)
+    for c in chunks:
+        if c["status"] == "ok":
+            known[(beats >= c["start"]) & (beats < c["stop"])] = True
+    prov = {"source": "detected", "method": f"holter_p.detect_p_waves[{method}]", "version": HOLTER_P_VERSION,
+            "params": {k: list(v) if isinstance(v, tuple) else v for k, v in p.items()}}
+    return PWaves(p_samples=p_samples.astype(np.int64), p_present=cond >= 0, pr_ms=pr_ms, p_known=known, r_fiducial=fiducial, status=status, chunks=chunks, provenance=prov)
