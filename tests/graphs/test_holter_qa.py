@@ -230,3 +230,16 @@ def test_finished_thread_is_reused_only_while_versions_match(synth_record, tmp_p
     stages.clear()
     state = run_record(record, str(tmp_path), options, on_stage=stages.append)
     assert "annotate" in stages and "render" in stages and state["kept"]
+
+
+def test_render_workers_change_neither_the_manifest_nor_the_thread(synth_record):
+    """``--jobs`` sets ``render_jobs``: how many processes render, not what is rendered, so the bytes must not depend on it."""
+    from ecgtrace.graphs.holter_qa import build_versions, thread_id
+
+    base = {"seed": 3, "tasks": ["closed_count"], "modalities": ["text"], "templates_dir": None, "fs_hz": None,
+            "paraphrase": False, "measure": False}
+    one, four = {**base, "render_jobs": 1}, {**base, "render_jobs": 4}
+    assert build_versions(one) == build_versions(four)
+    assert "render_jobs" not in build_versions(one)["options"]
+    assert thread_id(str(synth_record.record_path), one) == thread_id(str(synth_record.record_path), four)
+    assert thread_id(str(synth_record.record_path), one) != thread_id(str(synth_record.record_path), {**one, "seed": 4})
