@@ -74,9 +74,11 @@ def prepare_run(args: argparse.Namespace, identity: dict[str, Any], settings: di
     return PreparedRun(run_dir, len(item_ids - finished) + len(retry), len(finished - retry), retry, notes)
 
 
-def examine(args: argparse.Namespace, run: PreparedRun, runner: Any, *, command: str, item_order: list[str], examinee: Any) -> Any:
+def examine(args: argparse.Namespace, run: PreparedRun, runner: Any, *, command: str, item_order: list[str], examinee: Any,
+            group_of: Any = None, shard_overrides: dict[str, Any] | None = None) -> Any:
     """``runner(on_sample)`` as given, or, with ``--workers N``/``--executor ray``, the same run in shards
     (:mod:`ecgtrace.commands._exam_shards`) finished by ``runner(None)`` on the merged rows; the results.
+    ``group_of`` and ``shard_overrides``: see :func:`~ecgtrace.commands._exam_shards.run_sharded`.
 
     Raises:
         EcgTraceError: shards asked of an examinee a person answers at this terminal.
@@ -90,7 +92,8 @@ def examine(args: argparse.Namespace, run: PreparedRun, runner: Any, *, command:
 
         raise EcgTraceError("--workers/--executor ray: a person answering at this terminal cannot be split into shards")
     return lambda on_sample: run_sharded(args, command=command, run_dir=run.run_dir, item_order=item_order, retried=run.retried,
-                                         finish_now=lambda: runner(None), on_sample=on_sample)
+                                         finish_now=lambda: runner(None), on_sample=on_sample, group_of=group_of,
+                                         shard_overrides=shard_overrides)
 
 
 def nothing_to_do_line(run: PreparedRun, path: str, n_items: int) -> str:

@@ -155,11 +155,16 @@ def merge_shards(run_dir: Any, item_order: list[str], *, skip: frozenset[str] | 
 
 
 def run_sharded(args: argparse.Namespace, *, command: str, run_dir: Any, item_order: list[str], retried: set[str],
-                finish_now: Callable[[], Any], on_sample: Callable[[dict[str, Any]], None] | None) -> Any:
+                finish_now: Callable[[], Any], on_sample: Callable[[dict[str, Any]], None] | None,
+                group_of: Callable[[str], str] | None = None, shard_overrides: dict[str, Any] | None = None) -> Any:
     """Examine the unfinished samples of ``item_order`` in shards, merge them, and return ``finish_now()``'s results.
 
     ``finish_now``: the one-process runner on the merged run (every sample is
     finished, so it asks nothing and writes ``results.json`` from the rows).
+    ``group_of``: items that must share a shard map to one key (a probe's
+    original and its counterfactuals: ``--sample-id`` of one picks them all);
+    default, each item is its own. ``shard_overrides``: options every shard
+    gets instead of the driver's (a probe's set folder, built once by the driver).
 
     Raises:
         TasksFailedError: shards that failed every attempt (what they finished is merged; a rerun resumes the rest).
@@ -175,14 +180,15 @@ def run_sharded(args: argparse.Namespace, *, command: str, run_dir: Any, item_or
     n_shards = max(1, min(workers, len(todo)))
     shards: dict[int, list[str]] = {}
     for iid in todo:
-        shards.setdefault(shard_of(iid, n_shards), []).append(iid)
+        shards.setdefault(shard_of(group_of(iid) if group_of else iid, n_shards), []).append(iid)
     if shards:
         with make_executor(args.executor, workers=n_shards, address=getattr(args, "address", None)) as executor:
             limits = (getattr(args, "max_rpm", None), getattr(args, "max_tpm", None))
             shared = None
             if any(limits):
                 shared = executor.serve(ServedBuckets, *limits)
-            tasks = [Task(f"shard {k}", _run_shard, (command, _shard_options(args, run_dir, k, ids, n_shards), shared, limits))
+            tasks = [Task(f"shard {k}", _run_shard, (command, {**_shard_options(args, run_dir, k, ids, n_shards), **(shard_overrides or {})},
+                                                     shared, limits))
                      for k, ids in sorted(shards.items())]
             with _Watch(Path(run_dir.path) / SHARDS_DIR, on_sample):
                 outcomes = executor.run(tasks, retries=int(getattr(args, "retries", 2)))

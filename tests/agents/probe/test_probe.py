@@ -287,3 +287,32 @@ def test_a_probe_set_built_inside_a_new_run_folder_is_reused_on_resume(dataset, 
     lines = (tmp_path / "r" / "samples.jsonl").read_text()
     assert main(argv) == 0 and (tmp_path / "r" / "samples.jsonl").read_text() == lines  # resumed: nothing asked again
     assert json.loads(capsys.readouterr().out)["overall"] == first["overall"]
+
+
+def test_a_probe_in_two_shards_gives_the_run_of_one_process(dataset, probe_set, tmp_path) -> None:
+    """``--workers 2``: each pair is asked in one shard against the driver's set, and the merged run equals one process's."""
+    runs = {"one": tmp_path / "one", "sharded": tmp_path / "sharded"}
+    assert _probe_cli(dataset, probe_set, runs["one"], "--model", "random", "--seed", "3") == 0
+    assert _probe_cli(dataset, probe_set, runs["sharded"], "--model", "random", "--seed", "3", "--workers", "2") == 0
+
+    def rows(run: Path) -> list[dict]:
+        out = [json.loads(line) for line in (run / "samples.jsonl").read_text().splitlines()]
+        return sorted(({k: v for k, v in r.items() if k != "latency_ms"} for r in out), key=lambda r: r["id"])
+
+    one, sharded = (json.loads((run / "results.json").read_text()) for run in runs.values())
+    assert sharded["overall"] == one["overall"] and sharded["per_kind"] == one["per_kind"] and one["overall"]["n_pairs"] > 0
+    assert rows(runs["sharded"]) == rows(runs["one"])
+    assert not (runs["sharded"] / "shards").exists()  # every row merged: the shard folders are gone
+
+
+def test_probe_shards_use_the_set_the_driver_built_in_the_run_folder(dataset, tmp_path) -> None:
+    """Without ``--probe-set`` the set is built once in RUN/probe-set; a shard must not build its own in its folder."""
+    from ecgtrace.cli import main
+
+    run = tmp_path / "r"
+    assert main(["probe", str(dataset), "--model", "oracle", "--modality", "text", "--run", str(run), "--max-per-group", "1",
+                 "--workers", "2", "--keep-checkpoints", "--quiet"]) == 0
+    shards = sorted(p for p in (run / "shards").iterdir() if p.is_dir())
+    assert len(shards) == 2 and all((p / "samples.jsonl").is_file() and not (p / "probe-set").exists() for p in shards)
+    results = json.loads((run / "results.json").read_text())
+    assert results["overall"]["n_pairs"] > 0 and results["overall"]["sensitivity"]["value"] == 1.0
