@@ -167,6 +167,7 @@ def test_the_pair_view_shows_both_strips_and_filters_by_kind(probe_run: Path, tm
             assert PAYLOAD in page.inner_text("#counterfactual article.turn pre.raw")  # the answer on the edited strip, as text
             assert PAYLOAD in page.inner_text("#chat pre.raw")
             tab.not_pwned()
+            tab.shot(tmp_path, "viewer-probe-pair", "#counterfactual")
             assert not tab.errors, tab.errors
             tab.close()
             browser.close()
