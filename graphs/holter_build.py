@@ -26,53 +26,111 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-from concurrent.futures import as_completed
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ecgtrace.agents.holter.annotator import load_record
 from ecgtrace.folder_lock import lock_folder
-from ecgtrace.graphs.holter_qa import BuildOptions, build_versions, run_record, templates_for
+from ecgtrace.graphs.holter_qa import BuildOptions, build_versions, run_record, templates_for, thread_id
 from ecgtrace.jsonio import make_folder
 
+#: Where finished records' parts are kept, content-addressed (:mod:`ecgtrace.executors.shards`).
+SHARDS = ".shards"
 
-def _one(record: str, out_dir: str, options: BuildOptions, cache_dir: str | None) -> str:
+
+@dataclass(frozen=True)
+class RunOn:
+    """Where a build's records run: ``executor`` (``local`` | ``ray``), the Ray ``address``, retries per record."""
+
+    executor: str = "local"
+    address: str | None = None
+    retries: int = 2
+
+
+
+def _one(record: str, out_dir: str, options: BuildOptions, cache_dir: str | None) -> bytes:
+    """Build one record in a worker; the bytes of its part (the driver stores them as a shard)."""
     state = run_record(record, out_dir, options, cache_dir=cache_dir)
-    return state["part"]
+    return Path(state["part"]).read_bytes()
 
 
-def _run_records(records: list[str], out: str, options: BuildOptions, cache_dir: str | None, jobs: int, console: Any) -> dict[str, str]:
-    """``{record: part file}``, building records in ``jobs`` worker processes (in this process for one)."""
+#: Memory a record's task asks for (bytes): a base plus this many times the record's file size
+#: (streamed 10-min chunks, rendering and the float64 copies of the chunk in flight; see PITFALLS.md).
+TASK_MEMORY_BASE_BYTES = 512 * 2**20
+TASK_MEMORY_PER_FILE_BYTE = 8
+
+
+def record_memory_bytes(record: str) -> int:
+    """What one record's build task declares it needs (see :data:`TASK_MEMORY_PER_FILE_BYTE`)."""
+    from ecgtrace.tools.record_source import resolve_record
+
+    size = sum(f.stat().st_size for f in resolve_record(record).files if f.is_file())
+    return TASK_MEMORY_BASE_BYTES + TASK_MEMORY_PER_FILE_BYTE * size
+
+
+def _run_records(records: list[str], out: str, options: BuildOptions, cache_dir: str | None, jobs: int, console: Any,
+                 run: RunOn) -> dict[str, Path]:
+    """``{record: shard of its part}``; finished records (an intact shard under the same thread id) are skipped.
+
+    One job on the local executor builds in this process (with per-stage progress);
+    anything else goes through :mod:`ecgtrace.executors`, one task per record,
+    each kept as a content-addressed shard the moment it finishes.
+
+    Raises:
+        TasksFailedError: records that still failed after ``run.retries`` retries (the others stay stored).
+    """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    parts: dict[str, str] = {}
+    from ecgtrace.executors.shards import ShardStore
+
+    store = ShardStore(Path(out) / SHARDS)
+    keys = {record: thread_id(record, options) for record in records}
+    shards = {r: p for r in records if (p := store.path_of(keys[r])) is not None}
+    todo = [r for r in records if r not in shards]
     with Progress(TextColumn("[bold]build[/]"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
                   console=console, transient=True, disable=console is None or not console.is_terminal) as progress:
-        task = progress.add_task("records", total=len(records))
-        if jobs <= 1 or len(records) == 1:
-            for record in records:
+        task = progress.add_task("records", total=len(records), completed=len(shards))
+        if run.executor == "local" and (jobs <= 1 or len(todo) <= 1):
+            for record in todo:
                 progress.update(task, description=f"{record}: load")
                 state = run_record(record, out, options, cache_dir=cache_dir,
                                    on_stage=lambda node, r=record: progress.update(task, description=f"{r}: {node}"))
-                parts[record] = state["part"]
+                shards[record] = store.put(keys[record], Path(state["part"]).read_bytes(), label=record)
                 progress.advance(task)
-        else:
-            from ecgtrace.workers import worker_pool
-
-            with worker_pool(min(jobs, len(records))) as pool:
-                futures = {pool.submit(_one, record, out, options, cache_dir): record for record in records}
-                for future in as_completed(futures):
-                    parts[futures[future]] = future.result()
-                    progress.update(task, description=str(futures[future]))
-                    progress.advance(task)
-    return parts
+        elif todo:
+            shards.update(_run_on_executor(todo, out, options, cache_dir, jobs, run, store, keys,
+                                           lambda r: (progress.update(task, description=r), progress.advance(task))))
+    return shards
 
 
-def _gather(records: list[str], parts: dict[str, str]) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+def _run_on_executor(todo: list[str], out: str, options: BuildOptions, cache_dir: str | None, jobs: int, run: RunOn,
+                     store: Any, keys: dict[str, str], advance: Any) -> dict[str, Path]:
+    from ecgtrace.executors import Task, TasksFailedError, failures_line, make_executor
+
+    shards: dict[str, Path] = {}
+
+    def keep(outcome: Any) -> None:
+        if outcome.ok:
+            shards[outcome.key] = store.put(keys[outcome.key], outcome.value, label=outcome.key)
+            advance(outcome.key)
+
+    cpus = float(options.get("render_jobs") or 1)
+    tasks = [Task(r, _one, (r, out, options, cache_dir), cpus=cpus, memory_bytes=record_memory_bytes(r)) for r in todo]
+    with make_executor(run.executor, workers=min(jobs, len(todo)), address=run.address) as executor:
+        outcomes = executor.run(tasks, retries=run.retries, on_done=keep)
+    failed = [o for o in outcomes if not o.ok]
+    if failed:
+        raise TasksFailedError(f"{len(failed)} of {len(todo)} records failed, the rest are kept (rerun the same command to build only those): "
+                         + failures_line(failed))
+    return shards
+
+
+def _gather(records: list[str], shards: dict[str, Path]) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
     """``(items, dropped, record references)`` of every record's part, in the order the records were given."""
     items, dropped, refs = [], [], []
     for record in records:
-        part = json.loads(Path(parts[record]).read_text(encoding="utf-8"))
+        part = json.loads(shards[record].read_text(encoding="utf-8"))
         items += part["items"]
         dropped += part["dropped"]
         refs.append(part["record"])
@@ -120,7 +178,8 @@ def _write_audit(refs: list[dict[str, Any]], out: str, seed: int, cache_dir: str
 
 
 def build_dataset(records: list[str], out_dir: str | os.PathLike[str], options: BuildOptions, *, jobs: int = 2, console: Any = None,
-                  audit: bool = True, dev_fraction: float = 0.2, cache_dir: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+                  audit: bool = True, dev_fraction: float = 0.2, cache_dir: str | os.PathLike[str] | None = None,
+                  run_on: RunOn | None = None) -> dict[str, Any]:
     """Build (or resume) the dataset of ``records`` into ``out_dir``; returns the manifest.
 
     ``cache_dir``: the annotation cache root (default: the user's ecgtrace
@@ -129,10 +188,13 @@ def build_dataset(records: list[str], out_dir: str | os.PathLike[str], options: 
     ``qa.jsonl`` or ``manifest.json`` got other bytes) and ``audit``
     (``{"items", "reused"}``, or ``{"error"}``). A rerun on unchanged records,
     seed and versions keeps ``audit.jsonl`` (:mod:`ecgtrace.agents.audit.freshness`).
+    ``run_on``: where the records run (default: local worker processes, 2 retries
+    per record); the dataset is the same bytes wherever they ran.
 
     Raises:
         EcgTraceError: a bad template or record (before anything is written),
             a bad ``dev_fraction`` or ``jobs``, or another build holding ``out_dir``.
+        TasksFailedError: records that failed every attempt (the finished ones are kept for the rerun).
     """
     from ecgtrace.agents.holter.dataset import write_dataset
 
@@ -145,7 +207,7 @@ def build_dataset(records: list[str], out_dir: str | os.PathLike[str], options: 
     make_folder(out)
     with lock_folder(out, "build output folder"):
         state = mark_unfinished(out, records)
-        parts = _run_records(records, out, options, cache, jobs, console)
+        parts = _run_records(records, out, options, cache, jobs, console, run_on or RunOn())
         items, dropped, refs = _gather(records, parts)
         seed = int(options.get("seed", 0))
         before = _read_bytes(Path(out) / "qa.jsonl"), _read_bytes(Path(out) / "manifest.json")

@@ -45,6 +45,14 @@ NOT_RUN: dict[str, str] = {
     "ecgtrace debug runs/random --human": "reads your answer at the prompt",
     "ecgtrace debug runs/random --view": "serves the viewer until stopped (tests/test_cli.py checks what it prints)",
     "pip install": "installs packages",
+    "ray start": "starts a Ray cluster's daemons that outlive the test; tests/executors/ start a local Ray inside the test "
+                 "(ray.init(num_cpus=2)) and check the same build and audit there",
+    "ecgtrace audit dataset/audit.jsonl --model openai:mock --base-url http://127.0.0.1:8765/v1 --modality text --run runs/mock-2":
+        "the same audit in two shards: tests/executors/test_exam_shards.py runs it against the mock server and compares it with "
+        "one process; kept out of this test's 600 s budget",
+    "ray stop": "stops the cluster of the line above (not started here)",
+    "ecgtrace build data/holter --out dataset-ray/ --executor ray": "needs the ray extra and the cluster `ray start --head` "
+                                                                    "starts; tests/executors/test_build_executors.py builds on a local Ray",
     "CMAKE_ARGS=": "compiles llama.cpp for several minutes",
     "langgraph dev": "serves until stopped; needs the langgraph extra (checked by hand, see the report of issue 16)",
     "bash examples/local_smollm2.sh": "needs the local-llm extra; tests/test_examples.py runs it where it is installed",

@@ -39,7 +39,7 @@ from ecgtrace.tools.af import _runs
 from ecgtrace.tools._rhythm_conduction import DEFAULT_CONDUCTION_PARAMS, conducted_p
 from ecgtrace.tools.records import RecordInfo, iter_chunks, open_record
 
-HOLTER_P_VERSION = "1"
+HOLTER_P_VERSION = "2"
 DEFAULT_P_PARAMS: dict[str, Any] = {
     "band_hz": (0.5, 25.0),
     "qrst_pre_ms": 70.0,
@@ -159,13 +159,19 @@ def _subtract_qrst(f: np.ndarray, beats: np.ndarray, good: np.ndarray, is_n: np.
     return res
 
 
-def _p_template(res: np.ndarray, beats: np.ndarray, good: np.ndarray, fs_hz: float, p: dict[str, Any]) -> tuple[np.ndarray | None, int, float]:
-    """``(template (2h+1, leads) or None, R minus P peak in samples, SNR)`` from the residual before regular N beats."""
+def _p_template(res: np.ndarray, beats: np.ndarray, good: np.ndarray, fs_hz: float,
+                p: dict[str, Any]) -> tuple[np.ndarray | None, int, float, np.ndarray]:
+    """``(template (2h+1, leads) or None, R minus P peak in samples, SNR, leads where P shows)`` from the residual before regular N beats.
+
+    A lead where the template stays under ``min_p_snr`` of the beat-to-beat
+    residual (a noisy lead, or one where P is flat) is left out of the search:
+    in the multi-lead correlation its noise would drown the leads that show P.
+    """
     far, near = (int(v * fs_hz / 1000) for v in p["p_search_ms"])
     half = int(p["p_halfwidth_ms"] * fs_hz / 1000)
     use = good & (beats - far - half >= 0)
     if use.sum() < p["min_template_beats"]:
-        return None, 0, 0.0
+        return None, 0, 0.0, np.zeros(res.shape[1], bool)
     w = _windows(res, beats[use], -far - half, -near + half + 1)  # (beats, time, leads)
     w = w - np.median(w, axis=1, keepdims=True)  # the T-P baseline of each beat is the zero, not the filter's offset
     med = np.median(w, axis=0)
@@ -173,9 +179,10 @@ def _p_template(res: np.ndarray, beats: np.ndarray, good: np.ndarray, fs_hz: flo
     score = (np.abs(med) / np.maximum(spread.mean(axis=0), 1e-9)[None, :]).sum(axis=1)
     k = half + int(np.argmax(score[half : score.size - half]))
     tpl = med[k - half : k + half + 1]
-    lead = int(np.argmax(np.ptp(tpl, axis=0) / np.maximum(spread.mean(axis=0), 1e-9)))
-    snr = float(np.ptp(tpl[:, lead]) / max(float(spread[:, lead].mean()), 1e-9))
-    return tpl - tpl.mean(axis=0), far + half - k, snr
+    lead_snr = np.ptp(tpl, axis=0) / np.maximum(spread.mean(axis=0), 1e-9)
+    shows_p = lead_snr >= p["min_p_snr"]
+    shows_p[int(np.argmax(lead_snr))] = True
+    return tpl - tpl.mean(axis=0), far + half - k, float(lead_snr.max()), shows_p
 
 
 def _sliding_corr(res: np.ndarray, tpl: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -259,13 +266,13 @@ def _chunk_p(x: np.ndarray, beats: np.ndarray, classes: np.ndarray, fs_hz: float
     beats = _align_beats(f, beats, good, is_n, fs_hz, p)
     guess = int(0.16 * fs_hz)
     res = _subtract_qrst(f, beats, good, is_n, fs_hz, guess, p)
-    tpl, pr, snr = _p_template(res, beats, good, fs_hz, p)
+    tpl, pr, snr, shows_p = _p_template(res, beats, good, fs_hz, p)
     if tpl is None:
         return np.zeros(0, np.int64), np.zeros(0), beats, {"status": "too few regular N beats for a P template", "snr": None, "pr_template_ms": None}
-    info = {"snr": round(snr, 2), "pr_template_ms": round(pr * 1000 / fs_hz, 1)}
+    info = {"snr": round(snr, 2), "pr_template_ms": round(pr * 1000 / fs_hz, 1), "p_leads": [int(j) for j in np.flatnonzero(shows_p)]}
     if snr < p["min_p_snr"]:
         return np.zeros(0, np.int64), np.zeros(0), beats, {**info, "status": "no visible P waves (template under the beat-to-beat residual)"}
-    corr, scale = _sliding_corr(res, tpl)
+    corr, scale = _sliding_corr(res[:, shows_p], tpl[:, shows_p])
     bad = ~np.isfinite(np.asarray(x, dtype=np.float64)).all(axis=1)
     allowed, t_zone = _allowed(f.shape[0], beats, is_n, fs_hz, p)
     peaks = _peaks(corr, scale, allowed & ~bad, t_zone, fs_hz, p)

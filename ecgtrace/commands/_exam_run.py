@@ -68,12 +68,33 @@ def prepare_run(args: argparse.Namespace, identity: dict[str, Any], settings: di
         todo = len(item_ids - finished) + len(retry)
         if todo == 0:
             return PreparedRun(run_dir, 0, len(finished))
-    notes = preflight(examinees)
+    from ecgtrace.commands._exam_shards import in_shard
+
+    notes = [] if in_shard() else preflight(examinees)  # a shard's driver checked the endpoint before any shard started
     if run_dir is None:
         run_dir = RunDir.open(root, identity, settings, kind=kind)
     if retry:
         run_dir.drop_samples(lambda row: row["id"] in retry)
     return PreparedRun(run_dir, len(item_ids - finished) + len(retry), len(finished - retry), retry, notes)
+
+
+def examine(args: argparse.Namespace, run: PreparedRun, runner: Any, *, command: str, item_order: list[str], examinee: Any) -> Any:
+    """``runner(on_sample)`` as given, or, with ``--workers N``/``--executor ray``, the same run in shards
+    (:mod:`ecgtrace.commands._exam_shards`) finished by ``runner(None)`` on the merged rows; the results.
+
+    Raises:
+        EcgTraceError: shards asked of an examinee a person answers at this terminal.
+    """
+    from ecgtrace.commands._exam_shards import run_sharded, wants_shards
+
+    if not wants_shards(args) or run.todo == 0:
+        return runner
+    if getattr(examinee, "interactive", False):
+        from ecgtrace.errors import EcgTraceError
+
+        raise EcgTraceError("--workers/--executor ray: a person answering at this terminal cannot be split into shards")
+    return lambda on_sample: run_sharded(args, command=command, run_dir=run.run_dir, item_order=item_order, retried=run.retried,
+                                         finish_now=lambda: runner(None), on_sample=on_sample)
 
 
 def nothing_to_do_line(run: PreparedRun, path: str, n_items: int) -> str:

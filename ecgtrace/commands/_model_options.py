@@ -178,13 +178,15 @@ def make_model(args: argparse.Namespace, spec: str | None = None, *, base_url: s
     (a judge keeps the server's temperature and has no limit of its own).
     """
     from ecgtrace.agents.exam.examinees import make_examinee
+    from ecgtrace.commands._exam_shards import shard_limiter
 
-    return make_examinee(spec or args.model, seed=args.seed, base_url=base_url or args.base_url, api_key_env=args.api_key_env,
+    examinee = make_examinee(spec or args.model, seed=args.seed, base_url=base_url or args.base_url, api_key_env=args.api_key_env,
                          timeout_s=args.timeout, concurrency=args.concurrency, max_attempts=args.max_attempts,
                          backoff_s=args.backoff, max_tokens=args.max_tokens, temperature=args.temperature if sampled else None,
                          max_reply_chars=getattr(args, "max_reply_chars", None),
                          max_rpm=getattr(args, "max_rpm", None) if sampled else None,
                          max_tpm=getattr(args, "max_tpm", None) if sampled else None)
+    return shard_limiter(examinee) if spec is None else examinee  # in a shard: the run's one rate budget
 
 
 def run_settings(args: argparse.Namespace, dataset_path: Any, **extra: Any) -> dict[str, Any]:

@@ -13,6 +13,7 @@ HELP = "Audit a model's ECG reasoning turn by turn (resumable: rerun the same co
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from ecgtrace.commands._exam_run import add_retry_option
+    from ecgtrace.commands._exam_shards import add_shard_options
     from ecgtrace.commands._output import add_json_option
 
     parser.add_argument("audit", help="audit.jsonl (or the folder holding it)")
@@ -27,6 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--condensed", action="store_true",
                         help="show a question's options only while it is asked; earlier questions stay in the chat as their text (ERB's condensed chat)")
     add_retry_option(parser)
+    add_shard_options(parser)
     parser.add_argument("--keep-checkpoints", action="store_true",
                         help="keep finished samples' LangGraph threads in RUNDIR/checkpoints.sqlite (default: dropped once in samples.jsonl)")
     add_json_option(parser, "results.json")
@@ -35,7 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import asyncio
 
-    from ecgtrace.commands._exam_run import announce, finish, prepare_run
+    from ecgtrace.commands._exam_run import announce, examine, finish, prepare_run
     from ecgtrace.commands._model_options import (ask_at_terminal, check_model_options, make_model, pricing_of, prompt_budget_of,
                                                   report_skipped, run_settings, run_with_progress, text_encoding_of)
     from ecgtrace.commands._output import make_console
@@ -67,6 +69,7 @@ def run(args: argparse.Namespace) -> int:
                                      restart=prepared.retried, encoding=encoding, budget=budget, epochs=args.epochs,
                                      seed=args.seed, pricing=pricing))
 
+    audit_now = examine(args, prepared, audit_now, command="audit", item_order=[it.id for it in items], examinee=examinee)
     results = run_with_progress(audit_now, console=console, label="audit", total=len(ids), done=prepared.done_before,
                                 quiet=args.quiet or examinee.interactive or prepared.todo == 0)
     report_skipped(results, console)  # an error when nothing was asked

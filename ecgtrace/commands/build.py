@@ -19,7 +19,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--templates", default=None, metavar="DIR", help="template folder (default: the built-in templates)")
     parser.add_argument("--fs", type=float, default=None, metavar="HZ", help="sampling rate of annotation-only records")
     parser.add_argument("--dev-fraction", type=float, default=0.2, help="share of records (not items) in the dev split (default 0.2)")
-    parser.add_argument("--jobs", type=int, default=2, help="records built in parallel (default 2)")
+    parser.add_argument("--jobs", type=int, default=2, help="records built in parallel (default 2; with --executor ray: CPUs of a private Ray)")
+    from ecgtrace.executors import executor_arguments
+
+    executor_arguments(parser, what="record")
+    parser.add_argument("--retries", type=int, default=2, metavar="N",
+                        help="times a failed record (an error, or its worker died) is tried again before it is reported (default 2)")
     parser.add_argument("--paraphrase", action="store_true", help="rewrite question wording with an LLM (OpenAI-compatible, from the environment)")
     parser.add_argument("--no-audit", action="store_true", help="do not write audit.jsonl")
     parser.add_argument("--cache-dir", default=None, metavar="DIR",
@@ -56,13 +61,26 @@ def run(args: argparse.Namespace) -> int:
 
     from ecgtrace.graphs.holter_build import check_build_options
 
+    from ecgtrace.errors import EcgTraceError
+    from ecgtrace.executors import make_executor
+    from ecgtrace.graphs.holter_build import RunOn
+
     check_build_options(jobs=args.jobs, dev_fraction=args.dev_fraction, fs_hz=args.fs)
+    if args.retries < 0:
+        raise EcgTraceError(f"--retries must be 0 or more, got {args.retries}")
+    if args.address and args.executor != "ray":
+        make_executor(args.executor, address=args.address)  # the one error line for --address without ray
+    if args.executor == "ray":
+        from ecgtrace.executors.ray_executor import import_ray
+
+        import_ray()  # missing Ray: one error line before anything is checked or written
     jobs = args.jobs
     n_parallel = min(jobs, len(args.records))
     options["render_jobs"] = max(1, (os.cpu_count() or 1) // n_parallel)
     console = Console(stderr=True, emoji=False, highlight=False)
     manifest = build_dataset(args.records, args.out, options, jobs=jobs, console=console, audit=not args.no_audit,
-                              dev_fraction=args.dev_fraction, cache_dir=args.cache_dir)
+                              dev_fraction=args.dev_fraction, cache_dir=args.cache_dir,
+                              run_on=RunOn(args.executor, args.address, args.retries))
     counts = manifest["counts"]
     audit = manifest.get("audit") or {}
     if args.json:

@@ -29,6 +29,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--skip-unavailable", action="store_true",
                         help="leave out items that cannot be shown in --modality (e.g. annotation-only records have no image) instead of stopping")
     add_retry_option(parser)
+    from ecgtrace.commands._exam_shards import add_shard_options
+
+    add_shard_options(parser)
     add_json_option(parser, "results.json")
 
 
@@ -36,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     import asyncio
 
     from ecgtrace.agents.exam.qa_runner import identity_for, run_qa
-    from ecgtrace.commands._exam_run import announce, finish, prepare_run
+    from ecgtrace.commands._exam_run import announce, examine, finish, prepare_run
     from ecgtrace.commands._model_options import (ask_at_terminal, check_model_options, make_model, pricing_of, prompt_budget_of,
                                                   report_skipped, run_settings, run_with_progress, text_encoding_of)
     from ecgtrace.commands._output import make_console
@@ -75,6 +78,7 @@ def run(args: argparse.Namespace) -> int:
                                   judge=judge, rubrics=rubrics, on_sample=on_sample, ask_human=ask_at_terminal(console),
                                   encoding=encoding, budget=budget, epochs=args.epochs, seed=args.seed, pricing=pricing, video=video))
 
+    evaluate = examine(args, prepared, evaluate, command="qa_eval", item_order=[it.id for it in items], examinee=examinee)
     results = run_with_progress(evaluate, console=console, label="qa-eval", total=len(ids), done=prepared.done_before,
                                 quiet=args.quiet or examinee.interactive or prepared.todo == 0)
     report_skipped(results, console)  # an error when nothing was asked
