@@ -49,7 +49,9 @@ def app_data(runs: list[RunView]) -> dict[str, Any]:
     listed = [{"n": n, "label": r.label, "folder": r.root.name, "kind": r.kind, "model": r.model, "run_id": r.header.get("run_id"),
                "samples": len(r.rows)} for n, r in enumerate(runs)]
     ids = [{row["id"] for row in r.rows} for r in runs]
-    pairs = [[a, b] for a in range(len(runs)) for b in range(a + 1, len(runs)) if runs[a].kind == runs[b].kind and ids[a] & ids[b]]
+    # probe runs are not compared (their rows mix audit and QA samples; McNemar between two probe runs is not defined here)
+    pairs = [[a, b] for a in range(len(runs)) for b in range(a + 1, len(runs))
+             if runs[a].kind == runs[b].kind != "probe" and ids[a] & ids[b]]
     return {"format": VIEWER_FORMAT, "runs": listed, "pairs": pairs}
 
 

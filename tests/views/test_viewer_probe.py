@@ -120,6 +120,19 @@ def test_model_text_of_a_pair_is_data_never_markup(probe_run: Path, tmp_path: Pa
     assert b"<" not in (site.data("r0/text") or b"<")
 
 
+def test_two_probe_runs_are_listed_but_not_compared(probe_run: Path, tmp_path: Path) -> None:
+    from ecgtrace.views.run_view import open_run
+    from ecgtrace.views.viewer_site import ViewerSite
+    from ecgtrace.views.viewer_static import export_static
+
+    shutil.copytree(probe_run, tmp_path / "again")
+    site = ViewerSite([open_run(probe_run), open_run(tmp_path / "again")])
+    summary = export_static(site, tmp_path / "site", max_images=0)
+    app = _payload(tmp_path / "site" / "data" / "app.js")
+    assert [r["kind"] for r in app["runs"]] == ["probe", "probe"] and app["pairs"] == []
+    assert summary["samples"] == 2 * len(_kept(probe_run)) and summary["figures"] == 0
+
+
 def test_a_probe_run_whose_probe_set_is_gone_is_refused_with_one_line(probe_run: Path, tmp_path: Path, capsys) -> None:
     from ecgtrace.cli import main
 
