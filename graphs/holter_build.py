@@ -144,7 +144,9 @@ def _read_bytes(path: Path) -> bytes | None:
 def _write_audit(refs: list[dict[str, Any]], out: str, seed: int, cache_dir: str | None, console: Any) -> dict[str, Any]:
     """Write ``audit.jsonl`` unless the folder already holds the same build; ``{"items", "reused"}``, or ``{"error"}``.
 
-    A failure is reported, never fatal: the QA dataset stands on its own.
+    A failure does not undo the QA dataset, which is written by then, but the
+    folder stays marked unfinished (a rerun retries the audit items, reusing
+    every record) and the command exits non-zero (:mod:`ecgtrace.commands.build`).
     """
     if importlib.util.find_spec("ecgtrace.agents.audit.builder") is None:
         return {}
@@ -170,9 +172,7 @@ def _write_audit(refs: list[dict[str, Any]], out: str, seed: int, cache_dir: str
         try:
             summary = write_audit_dataset([r["path"] for r in usable], out, seed=seed, cache_dir=annotation_store_dir(cache_dir),
                                           build_key=key, on_progress=show)
-        except Exception as exc:  # noqa: BLE001 - the QA dataset stands on its own; report the audit failure
-            if console is not None:
-                console.print(f"[yellow]warning:[/] audit.jsonl not written ({type(exc).__name__}: {exc})")
+        except Exception as exc:  # noqa: BLE001 - the QA dataset is kept; the command reports the audit failure
             return {"error": f"{type(exc).__name__}: {exc}"}
     return {"items": summary["n_items"], "reused": False}
 
@@ -215,7 +215,8 @@ def build_dataset(records: list[str], out_dir: str | os.PathLike[str], options: 
         manifest["qa_changed"] = before != (_read_bytes(Path(out) / "qa.jsonl"), _read_bytes(Path(out) / "manifest.json"))
         if audit:
             manifest["audit"] = _write_audit(refs, out, seed, cache, console)
-        state.unlink()  # every file is there: the folder is a dataset now
+        if "error" not in manifest.get("audit", {}):
+            state.unlink()  # every file is there: the folder is a dataset now
     return manifest
 
 

@@ -200,6 +200,12 @@ graph = build_graph().compile()
 # --------------------------------------------------------------------------- running with resume
 
 
+#: Options that say how the work is done, not what is built: kept out of the manifest and the thread id, so
+#: ``--jobs 1`` and ``--jobs 2`` (which set ``render_jobs``) write the same bytes. ``templates_dir`` is named by
+#: the templates' own versions instead.
+NOT_SHAPING_OPTIONS: frozenset[str] = frozenset({"templates_dir", "render_jobs"})
+
+
 def build_versions(options: BuildOptions) -> dict[str, Any]:
     """Versions of every component that shapes a build's items (the manifest's ``versions``)."""
     versions: dict[str, Any] = {"ecgtrace": __version__, "graph": GRAPH_VERSION, "annotator": annotator.ANNOTATOR_VERSION, "writer": writer.WRITER_VERSION,
@@ -207,7 +213,7 @@ def build_versions(options: BuildOptions) -> dict[str, Any]:
                                 "templates": {t.id: t.version for t in templates_for(options).values()}}
     for name, attr in (("rhythm", "RHYTHM_VERSION"), ("hr", "HR_VERSION"), ("render", "RENDER_VERSION")):
         versions[name] = getattr(importlib.import_module(f"ecgtrace.tools.{name}"), attr, "?")
-    versions["options"] = {k: v for k, v in options.items() if k != "templates_dir"}
+    versions["options"] = {k: v for k, v in options.items() if k not in NOT_SHAPING_OPTIONS}
     return versions
 
 
@@ -221,7 +227,8 @@ def thread_id(record_path: str, options: BuildOptions) -> str:
     """
     source = resolve_record(record_path)
     templates = {t.id: t.model_dump(mode="json") for t in templates_for(options).values()}
-    key = {"record": str(source.base), "sha256": source.sha256, "options": options, "graph": GRAPH_VERSION, "templates": templates,
+    shaping = {k: v for k, v in options.items() if k != "render_jobs"}  # the templates' path stays: a checkpoint belongs to its folder
+    key = {"record": str(source.base), "sha256": source.sha256, "options": shaping, "graph": GRAPH_VERSION, "templates": templates,
            "versions": build_versions(options), "tools": annotation_versions()}
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:24]
 

@@ -10,6 +10,10 @@ HELP = "Build a verified multimodal QA dataset (12 Holtercare-Bench tasks) from 
 MODALITIES = ASSET_MODALITIES
 
 
+#: Exit status of a build whose QA items were written but whose audit items were not (as for records that failed).
+AUDIT_FAILED_EXIT = 3
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("records", nargs="+", metavar="RECORD", help="WFDB records (dir/100), EDF files, or annotation-only records (with --fs)")
     parser.add_argument("--out", required=True, metavar="DIR", help="output folder (qa.jsonl, assets/, manifest.json)")
@@ -87,7 +91,12 @@ def run(args: argparse.Namespace) -> int:
         from ecgtrace.commands._output import print_json
 
         print_json({"out": str(args.out), "counts": counts, "audit": audit, "qa_changed": manifest.get("qa_changed")})
-        return 0
+        return AUDIT_FAILED_EXIT if "error" in audit else 0
+    if "error" in audit:
+        console.print(f"wrote {counts['items']} items ({counts['dropped']} dropped) to {args.out}/qa.jsonl", soft_wrap=True)
+        console.print(f"error: audit.jsonl not written ({audit['error']}); the folder stays unfinished: rerun the same command "
+                      "to retry the audit items (the records are reused), or pass --no-audit", soft_wrap=True, markup=False)
+        return AUDIT_FAILED_EXIT
     if not manifest.get("qa_changed", True) and (args.no_audit or audit.get("reused")):
         audit_part = "" if args.no_audit else f" and {audit['items']} audit items"
         console.print(f"nothing to do: {args.out} is up to date ({counts['items']} QA items{audit_part}; same records, seed and versions)", soft_wrap=True)

@@ -230,3 +230,38 @@ def test_finished_thread_is_reused_only_while_versions_match(synth_record, tmp_p
     stages.clear()
     state = run_record(record, str(tmp_path), options, on_stage=stages.append)
     assert "annotate" in stages and "render" in stages and state["kept"]
+
+
+def test_render_workers_change_neither_the_manifest_nor_the_thread(synth_record):
+    """``--jobs`` sets ``render_jobs``: how many processes render, not what is rendered, so the bytes must not depend on it."""
+    from ecgtrace.graphs.holter_qa import build_versions, thread_id
+
+    base = {"seed": 3, "tasks": ["closed_count"], "modalities": ["text"], "templates_dir": None, "fs_hz": None,
+            "paraphrase": False, "measure": False}
+    one, four = {**base, "render_jobs": 1}, {**base, "render_jobs": 4}
+    assert build_versions(one) == build_versions(four)
+    assert "render_jobs" not in build_versions(one)["options"]
+    assert thread_id(str(synth_record.record_path), one) == thread_id(str(synth_record.record_path), four)
+    assert thread_id(str(synth_record.record_path), one) != thread_id(str(synth_record.record_path), {**one, "seed": 4})
+
+
+def test_failed_audit_items_leave_the_folder_unfinished_and_the_rerun_writes_them(synth_record, tmp_path, monkeypatch, capsys):
+    """A build whose audit items fail exits non-zero with one error line and is not marked finished; the rerun completes it."""
+    from ecgtrace.agents.audit import builder
+    from ecgtrace.cli import main
+    from ecgtrace.contracts.datasets import UNFINISHED_BUILD
+
+    def broken(*args, **kwargs):
+        raise OSError("disk full")
+
+    argv = ["build", str(synth_record.record_path), "--out", str(tmp_path), "--tasks", "closed_count", "--modalities", "text", "--seed", "2"]
+    with monkeypatch.context() as patch:
+        patch.setattr(builder, "write_audit_dataset", broken)
+        assert main(argv) == 3
+    err = capsys.readouterr().err
+    assert [line for line in err.splitlines() if line.startswith("error:")] == [
+        line for line in err.splitlines() if "audit.jsonl not written (OSError: disk full)" in line]
+    assert (tmp_path / "qa.jsonl").is_file() and not (tmp_path / "audit.jsonl").exists()
+    assert (tmp_path / UNFINISHED_BUILD).is_file()
+    assert main(argv) == 0
+    assert (tmp_path / "audit.jsonl").is_file() and not (tmp_path / UNFINISHED_BUILD).exists()
