@@ -96,7 +96,10 @@ async def examine(run: Any, items: Sequence[ItemT], examine_one: Callable[[ItemT
         on_sample: called with each row appended (progress).
         after_append: awaited once a row is safely on disk (the audit drops the sample's checkpoints then).
     """
-    await asyncio.to_thread(run.drop_samples, lambda row: bool(row.get("skipped")))  # checked again: budgets and servers change
+    from ecgtrace.contracts.runs import examined_sample
+
+    # checked again: budgets and servers change (a probe row keeps ``skipped`` in its inner sample)
+    await asyncio.to_thread(run.drop_samples, lambda row: bool(examined_sample(row).get("skipped")))
     finished = run.finished_ids()
     todo = [item for item in items if item_id(item) not in finished]
     append_lock = asyncio.Lock()  # one appender at a time; the fsync runs off the event loop

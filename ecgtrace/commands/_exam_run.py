@@ -27,7 +27,10 @@ def add_retry_option(parser: argparse.ArgumentParser) -> None:
 
 def has_server_error(row: dict[str, Any]) -> bool:
     """True when a turn of the sample (or its judge request) got no answer from the server."""
-    return any(t.get("error") for t in row.get("turns", [])) or bool((row.get("judge") or {}).get("error"))
+    from ecgtrace.contracts.runs import examined_sample
+
+    sample = examined_sample(row)  # a probe row keeps its turns in its inner sample
+    return any(t.get("error") for t in sample.get("turns", [])) or bool((sample.get("judge") or {}).get("error"))
 
 
 @dataclass
@@ -50,6 +53,7 @@ def prepare_run(args: argparse.Namespace, identity: dict[str, Any], settings: di
         ModelError: the preflight failed; nothing was written.
     """
     from ecgtrace.agents.exam.preflight import preflight
+    from ecgtrace.contracts.runs import examined_sample
     from ecgtrace.runlog import HEADER, RunDir
 
     root = Path(args.run)
@@ -57,7 +61,7 @@ def prepare_run(args: argparse.Namespace, identity: dict[str, Any], settings: di
     finished: set[str] = set()
     retry: set[str] = set()
     if run_dir is not None:
-        rows = [row for row in run_dir.samples() if row["id"] in item_ids and not row.get("skipped")]  # skipped: checked again
+        rows = [row for row in run_dir.samples() if row["id"] in item_ids and not examined_sample(row).get("skipped")]  # skipped: checked again
         finished = {row["id"] for row in rows}
         if getattr(args, "retry_errors", False):
             retry = {row["id"] for row in rows if has_server_error(row)}
@@ -98,7 +102,9 @@ def examine(args: argparse.Namespace, run: PreparedRun, runner: Any, *, command:
 
 def nothing_to_do_line(run: PreparedRun, path: str, n_items: int) -> str:
     """The one line of a rerun that asks nothing."""
-    errors = sum(1 for row in run.run_dir.samples() if has_server_error(row) and not row.get("skipped"))
+    from ecgtrace.contracts.runs import examined_sample
+
+    errors = sum(1 for row in run.run_dir.samples() if has_server_error(row) and not examined_sample(row).get("skipped"))
     hint = f"; {errors} of them have server errors: add --retry-errors to ask those again" if errors else ""
     return f"nothing to do: all {n_items} samples in {path} are finished (results.json is up to date){hint}"
 
@@ -134,7 +140,9 @@ def turn_failures(rows: list[dict[str, Any]]) -> tuple[int, int, int, Counter]:
     """(asked turns, failed turns, samples with a failure, causes) over ``rows``; judge requests count as turns."""
     asked = failed = samples = 0
     causes = _Causes()
-    for row in rows:
+    from ecgtrace.contracts.runs import examined_sample
+
+    for row in map(examined_sample, rows):  # a probe row's turns are in its inner sample
         if row.get("skipped"):  # never sent (token budget): counted by the run's skip report, not here
             continue
         errors = [t["error"] for t in row.get("turns", []) if t.get("asked", True) and t.get("error")]

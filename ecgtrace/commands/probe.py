@@ -14,6 +14,9 @@ HELP = ("Edit the evidence in the signal (remove, move, swap, control) and check
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("dataset", metavar="DATASET", help="dataset folder holding audit.jsonl and/or qa.jsonl (or one of those files); only read")
     add_model_options(parser)
+    from ecgtrace.commands._exam_run import add_retry_option
+
+    add_retry_option(parser)  # the failure report tells the user to rerun with it
     parser.add_argument("--kinds", default=",".join(COUNTERFACTUAL_KINDS), help=f"comma-separated counterfactual kinds (default: {','.join(COUNTERFACTUAL_KINDS)})")
     parser.add_argument("--probe-set", default=None, metavar="DIR",
                         help="folder of the counterfactual set: built there once, reused by later runs with the same dataset and settings "

@@ -8,7 +8,7 @@ HELP = "Browse run folders in a local viewer on 127.0.0.1 (overview plots, sampl
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("runs", nargs="+", metavar="RUN", help="audit or qa-eval run folders (two or more of one kind are compared)")
+    parser.add_argument("runs", nargs="+", metavar="RUN", help="audit, qa-eval or probe run folders (two or more of one kind are compared; a probe run shows one row per kept pair)")
     parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one, printed)")
     parser.add_argument("--static", default=None, metavar="DIR", help="write the viewer as a static folder DIR (open DIR/index.html) instead of serving")
     parser.add_argument("--max-images", type=int, default=1000, metavar="N",

@@ -186,6 +186,15 @@ def sample_key(item_id: str, epoch: int = 0) -> str:
     return item_id if not epoch else f"{item_id}#{int(epoch)}"
 
 
+def examined_sample(row: dict[str, Any]) -> dict[str, Any]:
+    """The sample a run row holds: a probe row's inner ``sample`` (:class:`~ecgtrace.contracts.ProbeSample`), else the row itself.
+
+    The one place that knows where a row keeps its ``turns``, ``judge`` and ``skipped``.
+    """
+    inner = row.get("sample")
+    return inner if isinstance(inner, dict) else row
+
+
 def item_id_of(row: dict[str, Any]) -> str:
     """The item a sample row examined (its ``id`` without the epoch suffix)."""
     epoch = int(row.get("epoch") or 0)

@@ -54,21 +54,51 @@ def probe_tables(results: dict[str, Any]) -> str:
     return "".join(parts)
 
 
-def _strip(root: Path, rel: str | None, spans_ms: list[list[float]]) -> str:
+def strip_png(root: Path, rel: str | None, spans_ms: list[list[float]], px_per_mm: int = PX_PER_MM) -> bytes | None:
+    """The PNG of a probe-set window file (``rel`` inside ``root``) with ``spans_ms`` shaded green; None when unreadable.
+
+    The one drawing of a pair's strips: the report inlines it, the viewer serves it.
+    """
     from ecgtrace.tools.counterfactual import CounterfactualError, load_window
     from ecgtrace.tools.render import render_png
-    from ecgtrace.views._report_images import compact_png, data_uri
 
     if not rel:
-        return ""
+        return None
     try:
         from ecgtrace.jsonio import safe_join
 
         window, _ = load_window(safe_join(root, rel))
     except (CounterfactualError, Exception):  # noqa: BLE001 - a missing file costs only its figure
+        return None
+    return render_png(window, highlight_spans_ms=[(a, b) for a, b in spans_ms], px_per_mm=px_per_mm).png
+
+
+def _strip(root: Path, rel: str | None, spans_ms: list[list[float]]) -> str:
+    from ecgtrace.views._report_images import compact_png, data_uri
+
+    if not rel:
+        return ""
+    png = strip_png(root, rel, spans_ms)
+    if png is None:
         return "<p class=meta>(window file not readable)</p>"
-    png = render_png(window, highlight_spans_ms=[(a, b) for a, b in spans_ms], px_per_mm=PX_PER_MM).png
     return f"<img src=\"{e(data_uri(compact_png(png)))}\" alt=\"ECG strip\">"
+
+
+def paired_turns(pair: dict[str, Any], o_row: dict[str, Any] | None, c_row: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """Every turn pair of ``pair`` with both answers and whether the answer did what it should (``met``: None when not both run).
+
+    ``o_row``/``c_row``: the probe run's rows (:class:`~ecgtrace.contracts.ProbeSample`) of the original and the counterfactual.
+    """
+    from ecgtrace.agents.probe.metrics import _turn
+
+    out = []
+    for tp in pair["turns"]:
+        o_t = _turn(o_row, tp["original"]) if o_row else None
+        c_t = _turn(c_row, tp["counterfactual"]) if c_row else None
+        got_o, got_c = _answer(o_t), _answer(c_t)
+        met = {"change": got_o != got_c, "same": got_o == got_c, "follow": bool(c_t and c_t.get("correct"))}[tp["expect"]] if o_t and c_t else None
+        out.append({"pair": tp, "original": o_t, "counterfactual": c_t, "got_original": got_o, "got_counterfactual": got_c, "met": met})
+    return out
 
 
 def _answer(turn: dict[str, Any] | None) -> str:
@@ -82,8 +112,6 @@ def _answer(turn: dict[str, Any] | None) -> str:
 
 def _pair_html(i: int, pair: dict[str, Any], rows: dict[str, dict[str, Any]], questions: dict[tuple[str, int], str], root: Path,
                draw: bool, open_: bool) -> str:
-    from ecgtrace.agents.probe.metrics import _turn
-
     o_row, c_row = rows.get(pair["original"]), rows.get(pair["id"])
     edit = pair.get("edit") or {}
     what = edit.get("meant") or edit.get("op") or pair["kind"]
@@ -96,11 +124,8 @@ def _pair_html(i: int, pair: dict[str, Any], rows: dict[str, dict[str, Any]], qu
                     f"<figure>{_strip(root, files.get('window'), edit.get('spans_ms') or [])}"
                     f"<figcaption><span class=legend-true>green: where the edit changed the signal</span> &middot; {e(what)}</figcaption></figure>")
     trs = []
-    for tp in pair["turns"]:
-        o_t = _turn(o_row, tp["original"]) if o_row else None
-        c_t = _turn(c_row, tp["counterfactual"]) if c_row else None
-        got_o, got_c = _answer(o_t), _answer(c_t)
-        met = {"change": got_o != got_c, "same": got_o == got_c, "follow": bool(c_t and c_t.get("correct"))}[tp["expect"]] if o_t and c_t else None
+    for done in paired_turns(pair, o_row, c_row):
+        tp, got_o, got_c, met = done["pair"], done["got_original"], done["got_counterfactual"], done["met"]
         badge = "<span class='badge na'>n/a</span>" if met is None else f"<span class='badge {'ok' if met else 'bad'}'>{'yes' if met else 'no'}</span>"
         question = questions.get((pair["original"], tp["original"]), "")
         trs.append([e(tp["stage"] + (f":{tp['kind']}" if tp.get("kind") and tp["stage"] == "grounding" else "")), e(question),

@@ -135,11 +135,15 @@ class RunView:
         """Folders a relative record path may be relative to, in the order the report tries them."""
         return [p for p in (self.base_dir, self.root, Path.cwd()) if p is not None]
 
+    def row_kind(self, row: dict[str, Any]) -> str:
+        """``audit`` or ``qa``: what kind of sample a row is (a probe run's pair rows are either, by their source)."""
+        return str((row.get("probe") or {}).get("source") or self.kind) if self.kind == "probe" else self.kind
+
     def item(self, row: dict[str, Any]) -> dict[str, Any] | None:
         """The item a sample examined as JSON: the dataset's audit item (converted when first asked), or the QA row's own."""
-        if self.kind == "qa":
+        if self.row_kind(row) == "qa":
             return row.get("item") or None
-        sample_id = _item_id(row)
+        sample_id = row["probe"]["original"] if self.kind == "probe" else _item_id(row)
         if sample_id not in self._item_json:
             model = self.item_models.get(sample_id)
             if model is None:

@@ -49,7 +49,9 @@ def app_data(runs: list[RunView]) -> dict[str, Any]:
     listed = [{"n": n, "label": r.label, "folder": r.root.name, "kind": r.kind, "model": r.model, "run_id": r.header.get("run_id"),
                "samples": len(r.rows)} for n, r in enumerate(runs)]
     ids = [{row["id"] for row in r.rows} for r in runs]
-    pairs = [[a, b] for a in range(len(runs)) for b in range(a + 1, len(runs)) if runs[a].kind == runs[b].kind and ids[a] & ids[b]]
+    # probe runs are not compared (their rows mix audit and QA samples; McNemar between two probe runs is not defined here)
+    pairs = [[a, b] for a in range(len(runs)) for b in range(a + 1, len(runs))
+             if runs[a].kind == runs[b].kind != "probe" and ids[a] & ids[b]]
     return {"format": VIEWER_FORMAT, "runs": listed, "pairs": pairs}
 
 
@@ -80,15 +82,22 @@ def run_facts(run: RunView) -> list[list[str]]:
 def overview(run: RunView, others: list[RunView]) -> dict[str, Any]:
     from ecgtrace.views.plots import run_plots
 
-    return {"kind": run.kind, "label": run.label, "facts": run_facts(run), "metrics": headline_metrics(run.results),
-            "complete": run.results.get("complete", True), "plots": run_plots(run, others),
+    if run.kind == "probe":  # paired metrics from results.json, overall and per counterfactual kind; no per-stage plots
+        from ecgtrace.views.viewer_probe import probe_overview
+
+        paired = probe_overview(run.results)
+        metrics, plots, per_kind = paired["metrics"], [], paired["per_kind"]
+    else:
+        metrics, plots, per_kind = headline_metrics(run.results), run_plots(run, others), None
+    return {"kind": run.kind, "label": run.label, "facts": run_facts(run), "metrics": metrics, "per_kind": per_kind,
+            "complete": run.results.get("complete", True), "plots": plots,
             "usage": run_usage(run.header, run.rows, run.results), "turns": (run.results.get("overall") or {}).get("turns")}
 
 
 # ------------------------------------------------------------------ sample index
 
 INDEX_COLUMNS = ("key", "id", "diagnosis", "task", "label", "asked", "right", "correct", "first_wrong", "wrong", "stages",
-                 "parse", "errors", "depth", "score", "latency_ms", "tokens")
+                 "parse", "errors", "depth", "score", "latency_ms", "tokens", "pkind", "source", "followed", "paired", "cf_right", "cf_asked")
 
 
 def first_wrong_stage(turns: list[dict[str, Any]]) -> str | None:
@@ -101,7 +110,7 @@ def first_wrong_stage(turns: list[dict[str, Any]]) -> str | None:
 
 def _index_row(run: RunView, row: dict[str, Any], depth: float | None) -> list[Any]:
     turns = [t for t in row.get("turns") or [] if t.get("asked", True)]
-    qa = run.kind == "qa"
+    qa = run.row_kind(row) == "qa"
     keys = (lambda t: [str(row.get("task"))]) if qa else stage_keys
     right = sum(1 for t in turns if t.get("correct"))
     correct = row.get("correct") if qa else (right == len(turns) if turns else None)  # a skipped sample is neither
@@ -110,7 +119,17 @@ def _index_row(run: RunView, row: dict[str, Any], depth: float | None) -> list[A
             row.get("label"), len(turns), right, correct, None if qa else first_wrong_stage(row.get("turns") or []),
             sorted({k for t in turns if t.get("correct") is False for k in keys(t)}), sorted({k for t in turns for k in keys(t)}),
             sum(1 for t in turns if not t.get("error") and not t.get("parse_ok", True)), sum(1 for t in turns if t.get("error")),
-            depth, row.get("score") if qa else (round(right / len(turns), 4) if turns else None), round(latency, 1), sample_tokens(row)]
+            depth, row.get("score") if qa else (round(right / len(turns), 4) if turns else None), round(latency, 1), sample_tokens(row),
+            *_probe_columns(row)]
+
+
+def _probe_columns(row: dict[str, Any]) -> list[Any]:
+    """A pair row's kind, source, turns that did what they should (of those paired), and turns right on the edited strip."""
+    probe = row.get("probe")
+    if not probe:
+        return [None] * 6
+    cf = [t for t in (row.get("counterfactual") or {}).get("turns") or [] if t.get("asked", True)]
+    return [probe["kind"], probe["source"], probe["followed"], probe["paired"], sum(1 for t in cf if t.get("correct")), len(cf)]
 
 
 def sample_index(run: RunView) -> dict[str, Any]:

@@ -45,11 +45,14 @@ def figure_specs(run: RunView, row: dict[str, Any]) -> list[dict[str, Any]]:
     from ecgtrace.views._report_images import audit_turn_spans, qa_spans
 
     item = run.item(row)
+    cf = counterfactual_of(run, row)
+    edited = [{"name": "cf", "turn": None, "title": "edited (counterfactual)", "chosen": [],
+               "true": [{"t0_ms": float(a), "t1_ms": float(b), "lead": None} for a, b in cf["spans_ms"]]}] if cf and cf["window"] else []
     if item is None:
-        return []
-    if run.kind == "qa":
+        return edited
+    if run.row_kind(row) == "qa":
         true, chosen = qa_spans(row)
-        return [{"name": "window", "turn": None, "true": true, "chosen": chosen}] if item.get("window") or true else []
+        return ([{"name": "window", "turn": None, "true": true, "chosen": chosen}] if item.get("window") or true else []) + edited
     specs: list[dict[str, Any]] = []
     waves_true: list[dict[str, Any]] = []
     waves_chosen: list[dict[str, Any]] = []
@@ -64,14 +67,14 @@ def figure_specs(run: RunView, row: dict[str, Any]) -> list[dict[str, Any]]:
             specs.append({"name": f"t{turn.get('index')}", "turn": turn.get("index"), "true": true, "chosen": chosen})
     if item.get("window") or waves_true:
         specs.insert(0, {"name": "window", "turn": None, "true": waves_true, "chosen": waves_chosen})
-    return specs
+    return specs + edited
 
 
 def _image_assets(run: RunView, row: dict[str, Any]) -> list[tuple[str, Path, str]]:
     """``(name, file, caption)`` of the images the model was shown, and of the counterfactual strip."""
     item = run.item(row) or {}
     rels: list[Any] = []
-    if run.kind == "qa":
+    if run.row_kind(row) == "qa":
         image = (item.get("modalities") or {}).get("image")
         rels = list(image) if isinstance(image, list) else [image]
     else:
@@ -94,8 +97,11 @@ def counterfactual_of(run: RunView, row: dict[str, Any]) -> dict[str, Any] | Non
         return None
     path = run.resolve_file(raw.get("image"))
     turns = raw.get("turns") if isinstance(raw.get("turns"), list) else []
+    window = raw.get("window") if isinstance(raw.get("window"), str) and run.resolve_file(raw.get("window")) is not None else None
+    spans = [s for s in raw.get("spans_ms") or [] if isinstance(s, list | tuple) and len(s) == 2]
     return {"image": raw.get("image"), "path": path if path is not None and path.suffix.lower() in IMAGE_SUFFIXES else None,
-            "description": str(raw.get("description") or ""), "turns": [_turn_json(t) for t in turns if isinstance(t, dict)]}
+            "description": str(raw.get("description") or ""), "turns": [_turn_json(t) for t in turns if isinstance(t, dict)],
+            "window": window, "spans_ms": spans}
 
 
 def asset_file(run: RunView, row: dict[str, Any], name: str) -> Path | None:
@@ -111,6 +117,12 @@ def sample_detail(run: RunView, n: int, row: dict[str, Any]) -> dict[str, Any]:
     for name in ("diagnosis", "label", "path_id", "mode", "task", "family", "finding", "answer_type", "score", "epoch"):
         if row.get(name) is not None:
             facts.append([name, str(row[name])])
+    probe = row.get("probe")
+    if probe:
+        facts += [["pair kind", str(probe["kind"])], ["source", str(probe["source"])], ["group", str(probe["group"])],
+                  ["original item", str(probe["original"])], ["counterfactual item", str(probe["counterfactual"])],
+                  ["answer did what it should", f"{probe['followed']} of {probe['paired']} paired turns"
+                   + ("" if probe["finished"] else " (the counterfactual is not finished)")]]
     if isinstance(row.get("skipped"), dict):
         facts.append(["not asked", str(row["skipped"].get("reason") or row["skipped"].get("kind"))])
     record, window = item.get("record") or {}, item.get("window")
@@ -137,6 +149,11 @@ def render_sample_figure(run: RunView, row: dict[str, Any], name: str) -> bytes 
     spec = next((s for s in figure_specs(run, row) if s["name"] == name), None)
     if spec is None:
         return None
+    if name == "cf":  # the edited strip from its window file, the edited spans shaded as in the report
+        from ecgtrace.views._report_probe import strip_png
+
+        cf = counterfactual_of(run, row) or {}
+        return strip_png(run.base_dir or run.root, cf.get("window"), cf.get("spans_ms") or [], px_per_mm=VIEWER_PX_PER_MM)
     item = run.item(row) or {}
     images = _image_assets(run, row)
     asset = next((p for n, p, _ in images if n == "img0"), None)

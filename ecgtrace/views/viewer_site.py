@@ -39,7 +39,7 @@ CONTENT_TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; c
                  ".webp": "image/webp"}
 _KEY = r"s[0-9a-f]{20}"
 DATA = re.compile(rf"^(app|r(\d+)/(overview|index|text)|r(\d+)/s/({_KEY})|cmp/(\d+)-(\d+))$")
-FIGURE = re.compile(rf"^r(\d+)/fig/({_KEY})/(window|t\d+)\.png$")
+FIGURE = re.compile(rf"^r(\d+)/fig/({_KEY})/(window|cf|t\d+)\.png$")
 ASSET = re.compile(rf"^r(\d+)/asset/({_KEY})/(img\d+|cf)\.(png|jpg|jpeg|gif|webp)$")
 
 
@@ -61,15 +61,11 @@ class ViewerSite:
     """The served runs and every file of the viewer, computed on first use and kept (safe to use from several threads)."""
 
     def __init__(self, runs: list[RunView]) -> None:
-        from ecgtrace.errors import RunError
+        from ecgtrace.views.viewer_probe import pair_view
 
-        probes = [run for run in runs if run.kind == "probe"]
-        if probes:  # its rows wrap original/counterfactual samples the viewer's pages do not read; shown empty they would mislead
-            raise RunError(f"{probes[0].root} is a probe run: its pairs (the original strip above the edited one) are in its report.html "
-                           f"(ecgtrace report {probes[0].root}); the viewer reads audit and QA runs")
-        self.runs = runs
+        self.runs = [pair_view(run) if run.kind == "probe" else run for run in runs]  # a probe run: one row per kept pair
         self._cache: dict[str, bytes] = {}
-        self._rows = [run.by_key() for run in runs]
+        self._rows = [run.by_key() for run in self.runs]
         self._lock = threading.Lock()
         self._draw_lock = threading.Lock()  # matplotlib figures are drawn one at a time
 

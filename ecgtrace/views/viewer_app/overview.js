@@ -12,7 +12,8 @@
     return h("div", { class: "card", "data-metric": m.key },
       h("div", { class: "card-name", text: m.name }),
       h("div", { class: "card-value", text: value }),
-      h("div", { class: "card-ci", text: `95% CI [${lo}, ${hi}] · ${counts}` }));
+      h("div", { class: "card-ci", text: `95% CI [${lo}, ${hi}] · ${counts}` }),
+      m.chance !== null && m.chance !== undefined ? h("div", { class: "card-ci card-chance", text: `chance ${V.pct(m.chance)}` }) : null);
   }
 
   function table(headers, rows, cls) {
@@ -35,6 +36,23 @@
       h("p", { class: "note", text: price + " · tokens as the server reported them (requests without usage count as none)" }));
   }
 
+  /** A probe run's paired metrics per counterfactual kind (value and Wilson interval; chance under it). */
+  function perKindTable(perKind) {
+    const names = [["sensitivity", "sensitivity"], ["grounded_accuracy", "grounded accuracy"], ["localization_follow", "localization follow"],
+      ["invariance", "invariance"]];
+    const cell = (metrics, key) => {
+      const m = metrics.find((x) => x.key === key);
+      if (!m) return "–";
+      return `${V.pct(m.value)} [${V.pct(m.ci95[0])}, ${V.pct(m.ci95[1])}] ${m.k}/${m.n}` + (m.chance !== null && m.chance !== undefined ? ` (chance ${V.pct(m.chance)})` : "");
+    };
+    const rows = perKind.map((b) => [b.kind, String(b.pairs), ...names.map(([key]) => cell(b.metrics, key)),
+      b.mcnemar_p === null || b.mcnemar_p === undefined ? "–" : b.mcnemar_p.toPrecision(3)]);
+    return h("section", { class: "per-kind", id: "per-kind" }, h("h3", { text: "By counterfactual kind" }),
+      table(["kind", "pairs", ...names.map(([, n]) => n), "McNemar p"], rows, "grid num"),
+      h("p", { class: "note", text: "sensitivity: the answer changes when the evidence is removed or an opposite window is shown; grounded accuracy: right on both; " +
+        "localization follow: the chosen span moves with a moved event; invariance: the answer stays after a control edit. 95% Wilson intervals; chance: a uniform random answerer." }));
+  }
+
   V.views.overview = async function (root, ctx) {
     const data = await V.load(`r${ctx.run}/overview`);
     const goSamples = (filters) => {
@@ -49,6 +67,7 @@
       V.add(root, h("p", { class: "note", text: `turns with a server error: ${data.turns.errors} · parse failures: ${data.turns.parse_failures}` +
         (data.turns.not_asked ? ` · not asked (stop mode): ${data.turns.not_asked}` : "") }));
     }
+    if (data.per_kind) V.add(root, perKindTable(data.per_kind));
     const plots = h("section", { class: "plots", id: "plots" });
     for (const spec of data.plots) plots.append(V.chart(spec, goSamples));
     V.add(root, plots);

@@ -115,13 +115,15 @@
   function counterfactualView(detail) {
     const cf = detail.counterfactual;
     if (!cf) return null;
-    const original = detail.figures.find((f) => f.name === "window") || detail.figures[0];
+    const original = detail.figures.find((f) => f.name === "window") || detail.figures.find((f) => f.name !== "cf");
+    const shaded = detail.figures.find((f) => f.name === "cf");  // drawn from the edited window, the edited spans green
+    const editedUrl = shaded ? shaded.url : cf.url;
     const box = h("section", { class: "counterfactual", id: "counterfactual" }, h("h3", { text: "Counterfactual pair" }),
       h("p", { class: "note", text: cf.description || "edited strip" }),
       h("figure", { class: "cf-original" }, original ? h("img", { src: original.url, alt: "original ECG", loading: "lazy" }) : h("p", { text: "(original figure unavailable)" }),
         h("figcaption", { text: "original" })),
-      h("figure", { class: "cf-edited" }, cf.url ? h("img", { src: cf.url, alt: "edited ECG", loading: "lazy" }) : h("p", { text: `(edited strip not found: ${cf.image || "no path"})` }),
-        h("figcaption", { text: "edited: " + (cf.description || "") })));
+      h("figure", { class: "cf-edited" }, editedUrl ? h("img", { src: editedUrl, alt: "edited ECG", loading: "lazy" }) : h("p", { text: `(edited strip not found: ${cf.image || "no path"})` }),
+        h("figcaption", { text: (shaded ? "edited (green: where the edit changed the signal): " : "edited: ") + (cf.description || "") })));
     if (cf.turns && cf.turns.length) {
       V.add(box, h("h4", { text: "Answers on the edited strip" }), cf.turns.map((t) => V.turnView(t)));
     }

@@ -4,7 +4,7 @@
 (function (V) {
   const h = V.h;
   const PAGE = 100;
-  const FILTERS = ["q", "diagnosis", "stage", "outcome", "parse", "error", "first"];
+  const FILTERS = ["q", "diagnosis", "stage", "outcome", "parse", "error", "first", "pkind"];
 
   /** The run's index as objects (once per run). */
   const indexCache = new Map();
@@ -26,6 +26,7 @@
 
   function matches(row, f, texts) {
     if (f.diagnosis && row.diagnosis !== f.diagnosis) return false;
+    if (f.pkind && row.pkind !== f.pkind) return false;
     if (f.stage) {
       if (!row.stages.includes(f.stage)) return false;
       if (f.outcome === "wrong" && !row.wrong.includes(f.stage)) return false;
@@ -75,6 +76,13 @@
 
   function columns(kind) {
     const fmtBool = (v) => (v === true ? "yes" : v === false ? "no" : "–");
+    if (kind === "probe") {
+      return [["id", "pair", (r) => r.id], ["pkind", "kind", (r) => r.pkind], ["source", "source", (r) => r.source],
+        ["diagnosis", "diagnosis / finding", (r) => r.diagnosis || r.task || ""],
+        ["followed", "answer did what it should", (r) => `${r.followed}/${r.paired}`],
+        ["right", "right on original", (r) => `${r.right}/${r.asked}`], ["cf_right", "right on edited", (r) => `${r.cf_right}/${r.cf_asked}`],
+        ["errors", "errors", (r) => String(r.errors)], ["tokens", "tokens", (r) => V.num(r.tokens)]];
+    }
     if (kind === "qa") {
       return [["id", "id", (r) => r.id], ["task", "task", (r) => r.task], ["diagnosis", "finding", (r) => r.diagnosis || ""],
         ["score", "score", (r) => V.num(r.score, 1)], ["correct", "correct", (r) => fmtBool(r.correct)],
@@ -112,6 +120,9 @@
       select("outcome", "outcome", any.concat([["correct", "correct"], ["wrong", "wrong"]]), params.get("outcome") || "", update),
       select("parse", "parse failure", any.concat([["yes", "yes"], ["no", "no"]]), params.get("parse") || "", update),
       select("error", "server error", any.concat([["yes", "yes"], ["no", "no"]]), params.get("error") || "", update)];
+    if (index.kind === "probe") {
+      controls.splice(1, 0, select("pkind", "kind", any.concat(["remove", "move", "swap", "control"].map((v) => [v, v])), params.get("pkind") || "", update));
+    }
     if (!qa) {
       const firsts = uniq(index.rows.map((r) => r.first_wrong));
       controls.push(select("first", "first wrong stage", any.concat([["none", "none (no wrong turn)"]], firsts.map((v) => [v, v])), params.get("first") || "", update));
