@@ -30,7 +30,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mode", choices=EXAM_MODES, default="teacher", help="audit conversation mode (default teacher)")
     parser.add_argument("--keep-checkpoints", action="store_true", help="keep finished audit samples' threads in RUNDIR/checkpoints.sqlite")
     parser.add_argument("--all", action="store_true", help="also print the per-diagnosis, per-task and per-stage tables")
+    from ecgtrace.commands._exam_shards import add_shard_options
     from ecgtrace.commands._output import add_json_option
+
+    add_shard_options(parser)
 
     add_json_option(parser, "results.json")
 
@@ -58,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from ecgtrace.agents.probe.builder import check_kinds, identity
-    from ecgtrace.commands._exam_run import announce, finish
+    from ecgtrace.commands._exam_run import announce, examine, finish
     from ecgtrace.commands._model_options import (ask_at_terminal, check_model_options, make_model, pricing_of, prompt_budget_of,
                                                   report_skipped, run_with_progress, text_encoding_of)
     from ecgtrace.commands._output import make_console
@@ -89,6 +92,10 @@ def run(args: argparse.Namespace) -> int:
                                      entries=entries, on_sample=on_sample, ask_human=ask_at_terminal(console), keep_checkpoints=args.keep_checkpoints,
                                      encoding=encoding, budget=budget, epochs=args.epochs, seed=args.seed, pricing=pricing))
 
+    to_original = {p["id"]: p["original"] for p in probe.pairs if p["status"] == "kept"}
+    probe_now = examine(args, prepared, probe_now, command="probe", item_order=[e.id for e in entries], examinee=examinee,
+                        group_of=lambda item_id: to_original.get(item_id, item_id),  # a pair is asked in one shard
+                        shard_overrides={"probe_set": str(Path(probe.root).resolve())})  # the set the driver built, not one per shard
     results = run_with_progress(probe_now, console=console, label="probe", total=len(ids), done=prepared.done_before,
                                 quiet=args.quiet or examinee.interactive or prepared.todo == 0)
     report_skipped(results, console)  # an error when nothing was asked
