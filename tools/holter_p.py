@@ -37,7 +37,7 @@ from scipy.signal import butter, fftconvolve, sosfiltfilt
 
 from ecgtrace.tools.af import _runs
 from ecgtrace.tools._rhythm_conduction import DEFAULT_CONDUCTION_PARAMS, conducted_p
-from ecgtrace.tools.records import RecordInfo, iter_chunks, open_record
+from ecgtrace.tools.records import RecordInfo, chunk_bounds, open_record, read_samples
 
 HOLTER_P_VERSION = "2"
 DEFAULT_P_PARAMS: dict[str, Any] = {
@@ -323,6 +323,24 @@ def _extra_p_trusted(p_samples: np.ndarray, extra: np.ndarray, beats: np.ndarray
     return trusted
 
 
+def _p_of_chunk(info: RecordInfo, start: int, stop: int, leads: list[int], beats: np.ndarray, classes: np.ndarray,
+                p: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+    """One chunk read and searched (``beats`` are its own): ``(P peaks, their correlation, aligned R peaks, status)``, record samples."""
+    window = read_samples(info, start, stop, leads)
+    peaks, pcorr, aligned, meta = _chunk_p(window.signal_mv, beats - start, classes, float(info.fs_hz), p)
+    return peaks + start, pcorr, aligned, meta
+
+
+def _map_chunks(jobs: list[tuple[Any, ...]], workers: int) -> list[tuple[Any, ...]]:
+    """:func:`_p_of_chunk` of every job, in order: here, or in ``workers`` processes that die with this one."""
+    if workers <= 1 or len(jobs) <= 1:
+        return [_p_of_chunk(*job) for job in jobs]
+    from ecgtrace.workers import worker_pool
+
+    with worker_pool(min(workers, len(jobs))) as pool:
+        return list(pool.map(_p_of_chunk, *zip(*jobs)))
+
+
 def detect_p_waves(
     record: RecordInfo | str | os.PathLike[str],
     beat_samples: np.ndarray,
@@ -330,6 +348,7 @@ def detect_p_waves(
     *,
     artifact_spans: Sequence[tuple[int, int]] = (),
     method: str = "template",
+    workers: int = 1,
     **overrides: Any,
 ) -> PWaves:
     """Every P-wave peak of ``record`` and each beat's conducted P (see the module note).
@@ -340,6 +359,7 @@ def detect_p_waves(
         beat_classes: AAMI class per beat; only ``N`` beats shape the templates.
         artifact_spans: ``(start, stop)`` samples where no P is looked for.
         method: ``template`` (the only one).
+        workers: processes for the chunks (each chunk is independent; the result does not depend on it).
         **overrides: Entries of :data:`DEFAULT_P_PARAMS`.
     """
     if method != "template":
@@ -357,16 +377,16 @@ def detect_p_waves(
     found: list[np.ndarray] = []
     found_corr: list[np.ndarray] = []
     chunks: list[dict[str, Any]] = []
-    for ch in iter_chunks(info, chunk_s=p["chunk_s"], overlap_s=p["overlap_s"], leads=usable):
-        lo, hi = np.searchsorted(beats, [ch.start, ch.start + ch.signal_mv.shape[0]])
-        peaks, pcorr, aligned, meta = _chunk_p(ch.signal_mv, beats[lo:hi] - ch.start, classes[lo:hi], fs, p)
-        peaks = peaks + ch.start
-        core = (beats[lo:hi] >= ch.core_start) & (beats[lo:hi] < ch.core_stop)
-        fiducial[lo:hi][core] = aligned[core] + ch.start
-        in_core = (peaks >= ch.core_start) & (peaks < ch.core_stop)
+    bounds = chunk_bounds(info.n_samples, max(int(round(p["chunk_s"] * fs)), 1), int(round(p["overlap_s"] * fs)))
+    spans = [tuple(int(i) for i in np.searchsorted(beats, [b[0], b[1]])) for b in bounds]  # each chunk's beats
+    jobs = [(info, b[0], b[1], usable, beats[lo:hi], classes[lo:hi], p) for b, (lo, hi) in zip(bounds, spans)]
+    for (start, _stop, core_start, core_stop), (lo, hi), (peaks, pcorr, aligned, meta) in zip(bounds, spans, _map_chunks(jobs, workers)):
+        core = (beats[lo:hi] >= core_start) & (beats[lo:hi] < core_stop)
+        fiducial[lo:hi][core] = aligned[core] + start
+        in_core = (peaks >= core_start) & (peaks < core_stop)
         found.append(peaks[in_core])
         found_corr.append(pcorr[in_core])
-        chunks.append({"start": int(ch.core_start), "stop": int(ch.core_stop), **meta})
+        chunks.append({"start": int(core_start), "stop": int(core_stop), **meta})
     p_samples = np.concatenate(found) if found else np.zeros(0, np.int64)
     p_corr = np.concatenate(found_corr) if found_corr else np.zeros(0)
     for a, b in artifact_spans:

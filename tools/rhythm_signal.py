@@ -59,15 +59,17 @@ def signal_event_inputs(
     *,
     artifact_spans: Sequence[tuple[int, int]] = (),
     p_wave_present: np.ndarray | None = None,
+    workers: int = 1,
 ) -> dict[str, Any]:
     """``{"kwargs": {...for detect_events}, "undecided": [{kinds, reason}], "provenance": {...}}``.
 
+    ``workers``: processes for the P-wave search (the result does not depend on it).
     ``p_wave_present`` (e.g. the classifier's) is combined with the P-wave
     detector's: a beat lacks a P only when both say so where P waves are visible.
     """
     info = record if isinstance(record, RecordInfo) else open_record(record)
     beats = np.asarray(beat_samples, dtype=np.int64)
-    pw = detect_p_waves(info, beats, beat_classes, artifact_spans=artifact_spans)
+    pw = detect_p_waves(info, beats, beat_classes, artifact_spans=artifact_spans, workers=workers)
     present = pw.p_present | ~pw.p_known
     if p_wave_present is not None:
         present = present | np.asarray(p_wave_present, bool)

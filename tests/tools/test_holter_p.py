@@ -42,6 +42,10 @@ def test_p_peaks_match_every_annotated_p_wave(record):
     assert pw.provenance["method"].startswith("holter_p.detect_p_waves") and pw.provenance["version"]
     # the PR of sinus beats is the generator's (156 ms peak to R at 250 Hz, see tests/tools/test_synth_holtercare.py)
     assert abs(float(np.nanmedian(pw.pr_ms)) - 156.0) <= 8.0
+    # the chunks are independent: two worker processes give the same P waves, PRs and aligned R peaks
+    pw2 = detect_p_waves(result.record_path, ann.beat_samples, ann.beat_classes, workers=2)
+    assert np.array_equal(pw2.p_samples, pw.p_samples) and np.array_equal(pw2.r_fiducial, pw.r_fiducial)
+    assert np.array_equal(pw2.pr_ms, pw.pr_ms, equal_nan=True) and pw2.chunks == pw.chunks
 
 
 def test_av_blocks_are_counted_from_the_signal(record):
