@@ -311,7 +311,8 @@ def _run_pipeline(info: RecordInfo, base: Path, ref_path: Path | None, workers: 
     if source == "detected":  # no .atr: P waves (AV block, blocked PACs, junctional beats) and VF/VFL from the signal
         from ecgtrace.tools.rhythm_signal import signal_event_inputs
 
-        signal_inputs = signal_event_inputs(info, samples, classes, artifact_spans=artifact_spans, p_wave_present=p_wave)  # serial: two P workers cost 150 MB over the 500 MB bound at 24 h
+        # the P search stays serial: at 24 h two workers cost 150 MB over the 500 MB bound (benchmarks/holter.py)
+        signal_inputs = signal_event_inputs(info, samples, classes, artifact_spans=artifact_spans, p_wave_present=p_wave)
     events = detect_events(samples, classes, fs, af=af2, artifact_spans=artifact_spans, n_samples=info.n_samples, beat_source=source, **signal_inputs["kwargs"])
     _stage(timings, "rhythm", t0)
     report("rhythm", 1, 1)
