@@ -34,9 +34,9 @@ PARENT_POLL_S = 0.5
 
 def _watch_parent(parent_pid: int) -> None:
     while True:
-        time.sleep(PARENT_POLL_S)
         if os.getppid() != parent_pid:
             os._exit(1)  # orphaned: the work is no longer wanted, and nothing would collect it
+        time.sleep(PARENT_POLL_S)
 
 
 def die_with_parent(parent_pid: int | None = None) -> None:
@@ -61,7 +61,9 @@ def worker_pool(max_workers: int, *, start_method: str | None = None) -> Iterato
         start_method: ``fork``, ``forkserver``, ``spawn`` (None: the platform's default).
     """
     context = multiprocessing.get_context(start_method) if start_method else None
-    pool = ProcessPoolExecutor(max_workers=max_workers, mp_context=context, initializer=die_with_parent)
+    # the parent's pid goes with the worker: one that starts after its parent died would read its ppid as 1 (init)
+    # and watch the wrong parent for ever (seen with spawned workers on a loaded machine)
+    pool = ProcessPoolExecutor(max_workers=max_workers, mp_context=context, initializer=die_with_parent, initargs=(os.getpid(),))
     try:
         yield pool
     except BaseException:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from concurrent.futures import as_completed
 from multiprocessing.managers import BaseManager
+import os
 import threading
 from typing import Any
 
@@ -68,7 +69,7 @@ class LocalExecutor(Executor):
         import multiprocessing
 
         manager = _Manager(ctx=multiprocessing.get_context(self.start_method))
-        manager.start(initializer=_ignore_interrupts)
+        manager.start(initializer=_ignore_interrupts, initargs=(os.getpid(),))
         self._managers.append(manager)
         return Shared("local", manager.shared(factory, *args))  # type: ignore[attr-defined]
 
@@ -89,11 +90,14 @@ class _Manager(BaseManager):
 _Manager.register("shared", callable=_construct)
 
 
-def _ignore_interrupts() -> None:
-    """Manager initializer: Ctrl-C goes to the whole group; the manager leaves it to its parent, which shuts it down."""
+def _ignore_interrupts(parent_pid: int) -> None:
+    """Manager initializer: Ctrl-C goes to the whole group; the manager leaves it to its parent, which shuts it down.
+
+    It also ends with ``parent_pid``, given by the parent (see :func:`ecgtrace.workers.worker_pool`).
+    """
     import signal
 
     from ecgtrace.workers import die_with_parent
 
-    die_with_parent()
+    die_with_parent(parent_pid)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
