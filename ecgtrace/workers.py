@@ -61,9 +61,12 @@ def worker_pool(max_workers: int, *, start_method: str | None = None) -> Iterato
         start_method: ``fork``, ``forkserver``, ``spawn`` (None: the platform's default).
     """
     context = multiprocessing.get_context(start_method) if start_method else None
-    # the parent's pid goes with the worker: one that starts after its parent died would read its ppid as 1 (init)
-    # and watch the wrong parent for ever (seen with spawned workers on a loaded machine)
-    pool = ProcessPoolExecutor(max_workers=max_workers, mp_context=context, initializer=die_with_parent, initargs=(os.getpid(),))
+    method = (context or multiprocessing.get_context()).get_start_method()  # what ProcessPoolExecutor would use
+    # a forked or spawned worker is given its parent's pid: one that starts after its parent died would read its
+    # ppid as 1 (init) and watch the wrong parent for ever (seen with spawned workers on a loaded machine). A
+    # forkserver's workers are the forkserver's children, so they watch the ppid they find.
+    initargs = () if method == "forkserver" else (os.getpid(),)
+    pool = ProcessPoolExecutor(max_workers=max_workers, mp_context=context, initializer=die_with_parent, initargs=initargs)
     try:
         yield pool
     except BaseException:
