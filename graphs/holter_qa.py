@@ -201,9 +201,11 @@ graph = build_graph().compile()
 
 
 #: Options that say how the work is done, not what is built: kept out of the manifest and the thread id, so
-#: ``--jobs 1`` and ``--jobs 2`` (which set ``render_jobs``) write the same bytes. ``templates_dir`` is named by
-#: the templates' own versions instead.
-NOT_SHAPING_OPTIONS: frozenset[str] = frozenset({"templates_dir", "render_jobs"})
+#: ``--jobs 1`` and ``--jobs 2`` (which set ``render_jobs``) write the same bytes.
+HOW_OPTIONS: frozenset[str] = frozenset({"render_jobs"})
+#: Also out of the manifest: ``templates_dir`` is named there by the templates' own versions (the thread id keeps
+#: the path: a checkpoint belongs to its folder).
+NOT_SHAPING_OPTIONS: frozenset[str] = HOW_OPTIONS | {"templates_dir"}
 
 
 def build_versions(options: BuildOptions) -> dict[str, Any]:
@@ -227,7 +229,7 @@ def thread_id(record_path: str, options: BuildOptions) -> str:
     """
     source = resolve_record(record_path)
     templates = {t.id: t.model_dump(mode="json") for t in templates_for(options).values()}
-    shaping = {k: v for k, v in options.items() if k != "render_jobs"}  # the templates' path stays: a checkpoint belongs to its folder
+    shaping = {k: v for k, v in options.items() if k not in HOW_OPTIONS}
     key = {"record": str(source.base), "sha256": source.sha256, "options": shaping, "graph": GRAPH_VERSION, "templates": templates,
            "versions": build_versions(options), "tools": annotation_versions()}
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:24]

@@ -117,9 +117,20 @@ class RateLimiter:
         return wait_s
 
     async def settle(self, booked: int, usage: dict[str, Any] | None) -> None:
-        total = (usage or {}).get("total_tokens")
-        if self.max_tpm and isinstance(total, int | float) and not isinstance(total, bool):
-            self.buckets.adjust(float(total) - booked)
+        correction = token_correction(booked, usage, self.max_tpm)
+        if correction is not None:
+            self.buckets.adjust(correction)
+
+
+def token_correction(booked: int, usage: dict[str, Any] | None, max_tpm: float | None) -> float | None:
+    """Tokens to give back (negative) or take (positive) once the server's ``usage`` is known; None: nothing to settle.
+
+    Only a token budget is settled, and only against a real ``total_tokens`` count (not a bool, not missing).
+    """
+    total = (usage or {}).get("total_tokens")
+    if max_tpm and isinstance(total, int | float) and not isinstance(total, bool):
+        return float(total) - booked
+    return None
 
 
 def make_limiter(max_rpm: float | None, max_tpm: float | None) -> RateLimiter | None:

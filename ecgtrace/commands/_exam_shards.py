@@ -98,9 +98,11 @@ class SharedRateLimit:
         return wait_s
 
     async def settle(self, booked: int, usage: dict[str, Any] | None) -> None:
-        total = (usage or {}).get("total_tokens")
-        if self.max_tpm and isinstance(total, int | float) and not isinstance(total, bool):
-            await self.shared.acall("adjust", float(total) - booked)
+        from ecgtrace.agents.exam.rate_limit import token_correction
+
+        correction = token_correction(booked, usage, self.max_tpm)
+        if correction is not None:
+            await self.shared.acall("adjust", correction)
 
 
 def shard_limiter(examinee: Any) -> Any:
