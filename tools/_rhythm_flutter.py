@@ -5,12 +5,15 @@ type I: 240-340/min); the ventricles follow at a fixed or regularly varying
 ratio (2:1, 4:1, ...). Per window of ``window_s`` (step ``step_s``), per
 usable lead, outside artifact and VF/VFL spans:
 
-1. QRS blanking: each beat's ``qrs_blank_ms`` around R is replaced by a straight
-   line between its edges. A beat-template subtraction is not used because in
-   fixed-ratio flutter the flutter wave is phase-locked to the QRS: the template
-   carries the flutter wave and would cancel it (the T wave stays; its power lies
-   mostly below ``band_hz[0]``).
-2. The spectrum (Hann taper, ``nfft`` points) of the blanked window gives the
+1. QRS-T cancellation (on the chunk decimated to ``analysis_fs_hz`` and 0.5 Hz
+   high-passed): the median QRS-T of a pool of up to ``pool_beats`` earlier N beats
+   outside flutter windows (the chunk's own N beats while the pool is short) is
+   fitted (least-squares scale) and subtracted from every beat. The pool is used
+   because in fixed-ratio flutter the flutter wave is phase-locked to the QRS: a
+   template of flutter beats carries the flutter wave and would cancel it. A
+   flutter that lasts from the record's start past the first chunk is therefore
+   not seen (its template is a flutter template): a known limit.
+2. The spectrum (Hann taper, zero-padded to 1024 points) of the residual window gives the
    dominant frequency ``f0`` in ``flutter_band_hz`` (3.5-6 Hz) and the comb share:
    the power within ``peak_halfwidth_hz`` of ``f0`` and of ``2 f0`` over the power in
    ``band_hz`` (an organised sawtooth puts its power on one comb; P and T waves of
@@ -20,12 +23,15 @@ usable lead, outside artifact and VF/VFL spans:
    whole number (1-``max_ratio``) of flutter cycles ``1/f0`` (AF's irregular RR is not).
 
 A window is flutter when the best lead's comb share is at least
-``min_comb_share``, its 5-95 % amplitude of the blanked signal is at least
+``min_comb_share``, its residual amplitude (2.8 SD) is at least
 ``min_amplitude_mv``, and the response is regularly multiple. Runs of
 flutter windows (gaps of one window bridged) lasting at least ``min_s`` are
-episodes, each with its median atrial rate (60 ``f0``/min). Thresholds were set
-on the synthetic holtercare record and MIT-BIH 203 (DS1, tuned); no untuned
-record with flutter notes is in ``../shared/data`` (``benchmarks/rhythm.py``).
+episodes, each with its median atrial rate (60 ``f0``/min). ``min_comb_share``
+was set on the synthetic holtercare record (4 h, seed 1: flutter windows 0.89-0.94;
+AT, sinus tachycardia and first-degree block up to 0.68; AF up to 0.92 but with
+irregular RR), so the synthetic figures are tuned. MIT-BIH 203 (DS1) has the only
+flutter notes in ``../shared/data`` (coarse flutter with variable conduction and
+ectopy): it is not found by version 1; no untuned record with flutter is present.
 """
 
 from __future__ import annotations
