@@ -25,7 +25,7 @@ usable lead, outside artifact and VF/VFL spans:
 A window is flutter when the best lead's comb share is at least
 ``min_comb_share``, its residual amplitude (2.8 SD) is at least
 ``min_amplitude_mv``, and the response is regularly multiple. Runs of
-flutter windows (gaps of one window bridged) lasting at least ``min_s`` are
+flutter windows (gaps of ``max_gap_windows`` bridged) lasting at least ``min_s`` are
 episodes, each with its median atrial rate (60 ``f0``/min). ``min_comb_share``
 was set on the synthetic holtercare record (4 h, seed 1: flutter windows 0.89-0.94;
 AT, sinus tachycardia and first-degree block up to 0.68; AF up to 0.92 but with
@@ -46,21 +46,23 @@ from ecgtrace.tools.records import RecordInfo, chunk_bounds, read_samples
 FLUTTER_VERSION = "1"
 DEFAULT_FLUTTER_PARAMS: dict[str, Any] = {
     "window_s": 6.0,
-    "step_s": 3.0,
+    "step_s": 6.0,
     "chunk_s": 600.0,
-    "analysis_fs_hz": 100.0,
-    "qrst_ms": (60.0, 500.0),
+    "analysis_fs_hz": 60.0,
+    "qrst_ms": (250.0, 500.0),
     "min_template_beats": 30,
     "pool_beats": 300,
     "band_hz": (2.5, 12.0),
     "flutter_band_hz": (3.5, 6.0),
     "peak_halfwidth_hz": 0.25,
-    "min_comb_share": 0.8,
+    "min_comb_share": 0.5,
+    "min_acf": 0.5,
     "min_amplitude_mv": 0.05,
     "multiple_tol": 0.2,
     "max_ratio": 6,
     "min_beats": 4,
-    "min_s": 12.0,
+    "min_s": 20.0,
+    "max_gap_windows": 1,
 }
 
 
@@ -105,34 +107,43 @@ def cancel_qrst(x: np.ndarray, beats: np.ndarray, template: np.ndarray, pre: int
     return out
 
 
-def window_features(windows: np.ndarray, fs_hz: float, p: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per window of ``windows`` (m, n, n_leads), QRS-T-cancelled, in mV: ``(f0 Hz, comb share 0-1, amplitude mV)`` of its best lead.
+def window_features(windows: np.ndarray, fs_hz: float, p: dict[str, Any]) -> dict[str, np.ndarray]:
+    """Per window of ``windows`` (m, n, n_leads), QRS-T-cancelled, in mV, of its best lead (highest comb share):
 
-    Amplitude: 2.8 x SD (the 5-95 % range of a sine wave).
+    ``f0`` (Hz), ``share`` (0-1: power at ``f0`` and ``2 f0`` over the power in ``band_hz``),
+    ``acf`` (the band-limited autocorrelation at one cycle ``1 / f0``, -1 to 1: a wave that
+    repeats every cycle; the P waves of sinus rhythm repeat every RR, so their power at
+    harmonics of the heart rate that are not multiples of ``f0`` counts against it)
+    and ``amp`` (mV, 2.8 x SD: the 5-95 % range of a sine wave).
     """
     m, n, _ = windows.shape
-    nfft = max(1024, 1 << int(np.ceil(np.log2(n))))
+    nfft = max(512, 1 << int(np.ceil(np.log2(n))))
     df = fs_hz / nfft
     v = windows - windows.mean(axis=1, keepdims=True)
     spec = np.abs(np.fft.rfft(v * np.hanning(n)[None, :, None], n=nfft, axis=1)) ** 2
     lo_b, hi_b = int(np.ceil(p["band_hz"][0] / df)), int(np.floor(p["band_hz"][1] / df))
-    spec[:, :lo_b] = 0.0
-    spec[:, hi_b + 1 :] = 0.0
     cum = np.concatenate([np.zeros((m, 1, spec.shape[2])), np.cumsum(spec, axis=1)], axis=1)
     s0, s1 = int(np.ceil(p["flutter_band_hz"][0] / df)), int(np.floor(p["flutter_band_hz"][1] / df))
     k0 = s0 + np.argmax(spec[:, s0 : s1 + 1], axis=1)  # (m, n_leads)
     hw = int(round(p["peak_halfwidth_hz"] / df))
 
     def power(center: np.ndarray) -> np.ndarray:
-        a, b = np.clip(center - hw, 0, cum.shape[1] - 1), np.clip(center + hw + 1, 0, cum.shape[1] - 1)
+        a = np.clip(center - hw, lo_b, hi_b + 1)
+        b = np.clip(center + hw + 1, lo_b, hi_b + 1)
         return np.take_along_axis(cum, b[:, None, :], 1)[:, 0] - np.take_along_axis(cum, a[:, None, :], 1)[:, 0]
 
-    total = cum[:, -1]
-    share = np.where(total > 0, (power(k0) + power(2 * k0)) / np.maximum(total, 1e-300), 0.0)
+    total = cum[:, hi_b + 1] - cum[:, lo_b]
+    line = power(k0)
+    inner = (k0 > s0) & (k0 < s1)  # a maximum on the band's edge is a wave outside it (e.g. the 3rd harmonic of a sinus tachycardia)
+    share = np.where((total > 0) & inner, (line + power(2 * k0)) / np.maximum(total, 1e-300), 0.0)
     best = np.argmax(share, axis=1)
     rows = np.arange(m)
     amp = 2.8 * v.std(axis=1)
-    return k0[rows, best] * df, share[rows, best], amp[rows, best]
+    band = spec[rows, lo_b : hi_b + 1, best]  # (m, bins) of the best lead
+    k_best = k0[rows, best]
+    cosine = np.cos(2.0 * np.pi * np.arange(lo_b, hi_b + 1)[None, :] / k_best[:, None])
+    acf = (band * cosine).sum(axis=1) / np.maximum(band.sum(axis=1), 1e-300)
+    return {"f0": k_best * df, "share": share[rows, best], "amp": amp[rows, best], "acf": acf}
 
 
 def regular_multiple(rr_s: np.ndarray, f0_hz: float, p: dict[str, Any]) -> bool:
@@ -151,17 +162,23 @@ def _mask_spans(n: int, offset: int, spans: Sequence[tuple[int, int]]) -> np.nda
     return bad
 
 
-def _prepare(x: np.ndarray, fs_hz: float, p: dict[str, Any]) -> tuple[np.ndarray, float, int]:
-    """Decimated (block mean of ``decimate`` samples), 0.5 Hz high-passed chunk (NaN as 0): ``(y, fs, factor)``."""
+def _prepare(x: np.ndarray, offset: int, excluded: Sequence[tuple[int, int]], fs_hz: float, p: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, float, int]:
+    """Chunk ``x`` decimated (block means of ``q`` samples) and 0.5 Hz high-passed (NaN as 0), and its unusable samples
+    (a NaN in the block, or inside an excluded span): ``(y, bad, fs, q)``."""
     from scipy.signal import butter, sosfiltfilt
 
     q = max(1, int(fs_hz // p["analysis_fs_hz"]))
-    n = x.shape[0] // q * q
-    y = np.nan_to_num(x[:n]).reshape(-1, q, x.shape[1]).mean(axis=1)
+    n = x.shape[0] // q
+    y = x[0 : n * q : q].astype(np.float64)
+    for k in range(1, q):
+        y += x[k : n * q : q]
+    y /= q
+    bad = ~np.isfinite(y).all(axis=1) | _mask_spans(n, 0, [((a - offset) // q, -(-(b - offset) // q)) for a, b in excluded])
+    y[bad] = 0.0
     fs = fs_hz / q
-    if y.shape[0] > 60:
+    if n > 60:
         y = sosfiltfilt(butter(1, 0.5, btype="highpass", fs=fs, output="sos"), y, axis=0)
-    return y, fs, q
+    return y, bad, fs, q
 
 
 def chunk_windows(x: np.ndarray, offset: int, beats: np.ndarray, is_n: np.ndarray, excluded: Sequence[tuple[int, int]], core: tuple[int, int],
@@ -170,7 +187,7 @@ def chunk_windows(x: np.ndarray, offset: int, beats: np.ndarray, is_n: np.ndarra
 
     ``pool``: QRS-T windows of earlier non-flutter N beats (updated in place with this chunk's).
     """
-    y, fs, q = _prepare(x, fs_hz, p)
+    y, bad, fs, q = _prepare(x, offset, excluded, fs_hz, p)
     sel = (beats >= offset) & (beats < offset + q * y.shape[0])
     local, local_n = (beats[sel] - offset) // q, is_n[sel]
     pre, post = int(p["qrst_ms"][0] * fs / 1000.0), int(p["qrst_ms"][1] * fs / 1000.0)
@@ -179,10 +196,9 @@ def chunk_windows(x: np.ndarray, offset: int, beats: np.ndarray, is_n: np.ndarra
     if template is None:
         return []
     res = cancel_qrst(y, local, template, pre)
-    bad = _mask_spans(x.shape[0], offset, excluded) | ~np.isfinite(x).all(axis=1)
     win, step = int(round(p["window_s"] * fs)), int(round(p["step_s"] * fs))
     starts = [s for s in range(0, y.shape[0] - win + 1, step) if core[0] <= offset + q * s < core[1]]
-    rates = _window_rates(res, starts, win, local, local_n, bad, q, fs, p)
+    rates = _window_rates(res, starts, win, local, local_n, bad, fs, p)
     flutter = np.zeros(y.shape[0], bool)
     for s, rate in zip(starts, rates):
         flutter[s : s + win] |= rate is not None
@@ -194,22 +210,25 @@ def chunk_windows(x: np.ndarray, offset: int, beats: np.ndarray, is_n: np.ndarra
     return out
 
 
-def _window_rates(res: np.ndarray, starts: list[int], win: int, beats: np.ndarray, is_n: np.ndarray, bad: np.ndarray, q: int,
+def _window_rates(res: np.ndarray, starts: list[int], win: int, beats: np.ndarray, is_n: np.ndarray, bad: np.ndarray,
                   fs_hz: float, p: dict[str, Any]) -> list[float | None]:
     """Atrial rate (/min) of each flutter window, None elsewhere; windows with a non-N beat, too few beats or a bad sample are not analysed."""
     rates: list[float | None] = [None] * len(starts)
-    keep, beat_sets = [], []
-    for i, s in enumerate(starts):
-        lo, hi = np.searchsorted(beats, [s, s + win])
-        if hi - lo >= p["min_beats"] and is_n[lo:hi].all() and not bad[q * s : q * (s + win)].any():
-            keep.append(i)
-            beat_sets.append(beats[lo:hi])
+    s = np.asarray(starts, dtype=np.int64)
+    lo, hi = np.searchsorted(beats, s), np.searchsorted(beats, s + win)
+    not_n = np.concatenate([[0], np.cumsum(~is_n)])
+    n_bad = np.concatenate([[0], np.cumsum(bad)])
+    ok = (hi - lo >= p["min_beats"]) & (not_n[hi] == not_n[lo]) & (n_bad[np.minimum(s + win, bad.size)] == n_bad[s])
+    keep = np.flatnonzero(ok).tolist()
+    beat_sets = [beats[lo[i] : hi[i]] for i in keep]
     if not keep:
         return rates
     windows = np.stack([res[starts[i] : starts[i] + win] for i in keep])
-    f0, share, amp = window_features(windows, fs_hz, p)
+    feats = window_features(windows, fs_hz, p)
+    f0 = feats["f0"]
+    flutter = (feats["share"] >= p["min_comb_share"]) & (feats["acf"] >= p["min_acf"]) & (feats["amp"] >= p["min_amplitude_mv"])
     for j, i in enumerate(keep):
-        if share[j] >= p["min_comb_share"] and amp[j] >= p["min_amplitude_mv"] and regular_multiple(np.diff(beat_sets[j]) / fs_hz, float(f0[j]), p):
+        if flutter[j] and regular_multiple(np.diff(beat_sets[j]) / fs_hz, float(f0[j]), p):
             rates[i] = 60.0 * float(f0[j])
     return rates
 
@@ -234,18 +253,18 @@ def flutter_spans(info: RecordInfo, beat_samples: np.ndarray, beat_classes: Sequ
         return []
     pool: list[np.ndarray] = []
     for start, stop, c0, c1 in chunk_bounds(info.n_samples, int(p["chunk_s"] * fs), win):
-        x = read_samples(info, start, stop, usable).signal_mv.astype(np.float64)
+        x = read_samples(info, start, stop, usable).signal_mv
         labels += chunk_windows(x, start, beats, is_n, excluded_spans, (c0, c1), fs, p, pool)
     return flutter_episodes(labels, win, fs, p)
 
 
 def flutter_episodes(labels: list[tuple[int, float | None]], win: int, fs_hz: float, p: dict[str, Any]) -> list[dict[str, Any]]:
-    """Runs of flutter windows (one missing window bridged) of at least ``min_s``, with the median atrial rate."""
+    """Runs of flutter windows (up to ``max_gap_windows`` missing windows bridged) of at least ``min_s``, with the median atrial rate."""
     hits = [i for i, (_, rate) in enumerate(labels) if rate is not None]
     out: list[dict[str, Any]] = []
     runs: list[list[int]] = []
     for i in hits:
-        if runs and i - runs[-1][-1] <= 2:
+        if runs and i - runs[-1][-1] <= p["max_gap_windows"] + 1:
             runs[-1].append(i)
         else:
             runs.append([i])
