@@ -56,7 +56,7 @@ DEFAULT_FLUTTER_PARAMS: dict[str, Any] = {
     "flutter_band_hz": (3.5, 6.0),
     "peak_halfwidth_hz": 0.25,
     "min_comb_share": 0.5,
-    "min_acf": 0.5,
+    "min_acf": 0.38,
     "min_amplitude_mv": 0.05,
     "multiple_tol": 0.2,
     "max_ratio": 6,
