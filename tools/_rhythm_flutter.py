@@ -41,6 +41,7 @@ from typing import Any
 
 import numpy as np
 
+from ecgtrace.tools.holter_p import _windows  # one home for beat-centred windows
 from ecgtrace.tools.records import RecordInfo, chunk_bounds, read_samples
 
 FLUTTER_VERSION = "1"
@@ -66,12 +67,6 @@ DEFAULT_FLUTTER_PARAMS: dict[str, Any] = {
 }
 
 
-def beat_windows(x: np.ndarray, beats: np.ndarray, pre: int, post: int) -> np.ndarray:
-    """``(n_beats, pre + post, n_leads)`` windows of ``x`` around ``beats`` (all inside ``x``)."""
-    idx = beats[:, None] + np.arange(-pre, post)[None, :]
-    return x[idx]
-
-
 def qrst_template(x: np.ndarray, beats: np.ndarray, pool: np.ndarray | None, pre: int, post: int, min_beats: int) -> np.ndarray | None:
     """Median QRS-T (pre + post, n_leads): of ``pool`` (earlier beats outside flutter) when it has ``min_beats``, else of ``beats``.
 
@@ -84,7 +79,7 @@ def qrst_template(x: np.ndarray, beats: np.ndarray, pool: np.ndarray | None, pre
     inside = beats[(beats >= pre) & (beats + post <= x.shape[0])]
     if inside.size < min_beats:
         return None
-    return np.median(beat_windows(x, inside, pre, post), axis=0)
+    return np.median(_windows(x, inside, -pre, post), axis=0)
 
 
 def cancel_qrst(x: np.ndarray, beats: np.ndarray, template: np.ndarray, pre: int) -> np.ndarray:
@@ -204,7 +199,7 @@ def chunk_windows(x: np.ndarray, offset: int, beats: np.ndarray, is_n: np.ndarra
         flutter[s : s + win] |= rate is not None
     out = [(offset + q * s, rate) for s, rate in zip(starts, rates)]
     clean = local[local_n & ~flutter[np.minimum(local, y.shape[0] - 1)] & (local >= pre) & (local + post <= y.shape[0])]
-    pool.append(beat_windows(y, clean[-p["pool_beats"] :], pre, post))
+    pool.append(_windows(y, clean[-p["pool_beats"] :], -pre, post))
     while sum(w.shape[0] for w in pool) - pool[0].shape[0] >= p["pool_beats"]:
         pool.pop(0)
     return out
