@@ -301,6 +301,25 @@ def _p_wave_present(feats: dict[str, np.ndarray], no_signal: np.ndarray) -> np.n
     )
 
 
+def _labels_with_s_rules(score: np.ndarray, classes: Sequence[str], feats: dict[str, np.ndarray], in_af: np.ndarray,
+                         rr_unreliable: np.ndarray) -> np.ndarray:
+    """Forest labels under the S constraints (AF first, trustworthy RR, premature run start), plus :data:`PAC_RULE`."""
+    names = np.array(classes)
+    if score.shape[0] == 0:
+        return np.array([], dtype="<U1")
+    if "S" not in classes:
+        return names[score.argmax(axis=1)]
+    si = list(classes).index("S")
+    score[in_af, si] = -1.0  # AF first: never S inside AF
+    # prematurity is only evidence when the preceding beat's position is: not next to an artifact span
+    score[rr_unreliable, si] = -1.0
+    # an S beat comes early, or continues a run of S beats: a P shape alone (fast sinus rates merge P into T) is not S
+    score[~_s_runs_from_premature(names[score.argmax(axis=1)] == "S", feats["prematurity"]), si] = -1.0
+    labels = names[score.argmax(axis=1)]
+    pac = _abrupt_premature_narrow(feats) & ~in_af & ~rr_unreliable & (labels == "N")
+    return np.where(pac, "S", labels)
+
+
 def _decide(feats, beats, fs_hz, af_mask, artifact_spans, n_templates, params, forest: cm.Forest | None = None,
             auto_af: bool = False) -> BeatClasses:
     n = beats.size
@@ -330,17 +349,7 @@ def _decide(feats, beats, fs_hz, af_mask, artifact_spans, n_templates, params, f
         in_af = np.zeros(n, dtype=bool)
         af_source = "none"
     rr_unreliable = _rr_touches_spans(beats, artifact_spans, int(round(RR_ARTIFACT_MARGIN_S * fs_hz)))
-    if "S" in forest.classes:
-        score[in_af, forest.classes.index("S")] = -1.0  # AF first: never S inside AF
-        # prematurity is only evidence when the preceding beat's position is: not next to an artifact span
-        score[rr_unreliable, forest.classes.index("S")] = -1.0
-        # an S beat comes early, or continues a run of S beats: a P shape alone (fast sinus rates merge P into T) is not S
-        si = forest.classes.index("S")
-        score[~_s_runs_from_premature(classes[score.argmax(axis=1)] == "S", feats["prematurity"]), si] = -1.0
-    labels = classes[score.argmax(axis=1)] if n else np.array([], dtype="<U1")
-    if "S" in forest.classes and n:
-        pac = _abrupt_premature_narrow(feats) & ~in_af & ~rr_unreliable & (labels == "N")
-        labels = np.where(pac, "S", labels)
+    labels = _labels_with_s_rules(score, forest.classes, feats, in_af, rr_unreliable)
     r = WIDE_V_RULE
     wide_v = (
         (feats["clu_width_ratio"] >= r["clu_width_ratio_min"])
