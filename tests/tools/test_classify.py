@@ -155,12 +155,9 @@ def test_bad_inputs(window_119):
 
 def test_wide_v_rule_needs_ectopic_timing():
     """A wide, different beat is forced to V only when its look-alikes come early or with a pause (hand-made features)."""
-    import ecgtrace.tools._classify_model as cm
     from ecgtrace.tools import classify as cl
 
-    always_n = cm.Forest(feature_names=("prematurity",), classes=("N", "S", "V", "F"), feature=np.array([-1], np.int32),
-                         threshold=np.array([0.0]), left=np.array([-1], np.int32), right=np.array([-1], np.int32),
-                         value=np.array([[1.0, 0.0, 0.0, 0.0]], np.float32), roots=np.array([0], np.int32), max_depth=0, meta={})
+    always_n = _always_n_forest()
     n = 4
     wide = {"clu_width_ratio": 1.6, "width_ratio": 1.5, "corr_qrs_mean": 0.6, "corr_qrs_max": 0.7, "noise_ratio": 0.0}
     feats = {k: np.full(n, v) for k, v in wide.items()}
