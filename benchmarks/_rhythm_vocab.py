@@ -131,7 +131,7 @@ def synthetic_section(hours: float, seed: int, detected: bool) -> list[Table]:
         tables.append(score_table(f"synthetic holtercare {hours:g} h seed {seed} (untuned): events from the .atr reference (beats, symbols, P marks, notes)", episode_scores(ref, events, kinds)))
         if detected:
             ev, info = detected_events(synth.record_path)
-            tables.append(score_table(f"synthetic holtercare {hours:g} h seed {seed} (TUNED: P-wave and conduction thresholds were set on it): events from the SIGNAL ({info['n_beats']} detected beats, {info['waves']} wave spans, {info['n_p_waves']} detected P waves)",
+            tables.append(score_table(f"synthetic holtercare {hours:g} h seed {seed} (TUNED: P-wave, conduction and flutter thresholds were set on it): events from the SIGNAL ({info['n_beats']} detected beats, {info['waves']} wave spans, {info['n_p_waves']} detected P waves)",
                                       episode_scores(ref, ev, kinds)))
     return tables
 
