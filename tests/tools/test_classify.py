@@ -155,16 +155,14 @@ def test_bad_inputs(window_119):
 
 def test_wide_v_rule_needs_ectopic_timing():
     """A wide, different beat is forced to V only when its look-alikes come early or with a pause (hand-made features)."""
-    import ecgtrace.tools._classify_model as cm
     from ecgtrace.tools import classify as cl
 
-    always_n = cm.Forest(feature_names=("prematurity",), classes=("N", "S", "V", "F"), feature=np.array([-1], np.int32),
-                         threshold=np.array([0.0]), left=np.array([-1], np.int32), right=np.array([-1], np.int32),
-                         value=np.array([[1.0, 0.0, 0.0, 0.0]], np.float32), roots=np.array([0], np.int32), max_depth=0, meta={})
+    always_n = _always_n_forest()
     n = 4
     wide = {"clu_width_ratio": 1.6, "width_ratio": 1.5, "corr_qrs_mean": 0.6, "corr_qrs_max": 0.7, "noise_ratio": 0.0}
     feats = {k: np.full(n, v) for k, v in wide.items()}
     feats.update(prematurity=np.zeros(n), p_corr=np.zeros(n), p_amp_ratio=np.ones(n), n_leads_used=np.full(n, 2.0),
+                 rr_prev_ms=np.full(n, 1000.0), rr_next_ms=np.full(n, 1000.0), rr_change=np.ones(n),
                  has_template=np.ones(n, bool),
                  # early look-alikes | pause after them | on time, no pause (bundle-branch block) | on time, no pause
                  clu_prematurity=np.array([0.2, 0.0, 0.0, 0.01]), clu_compensatory_ratio=np.array([1.0, 1.3, 1.0, 1.05]))
@@ -172,3 +170,40 @@ def test_wide_v_rule_needs_ectopic_timing():
     res = cl._decide(feats, beats, 250.0, None, (), 1, {}, forest=always_n)
     assert res.classes.tolist() == ["V", "V", "N", "N"]
     assert res.provenance["params"]["wide_v_rule"]["clu_prematurity_min"] == cl.WIDE_V_RULE["clu_prematurity_min"]
+
+
+def _always_n_forest():
+    import ecgtrace.tools._classify_model as cm
+
+    return cm.Forest(feature_names=("prematurity",), classes=("N", "S", "V", "F"), feature=np.array([-1], np.int32),
+                     threshold=np.array([0.0]), left=np.array([-1], np.int32), right=np.array([-1], np.int32),
+                     value=np.array([[1.0, 0.0, 0.0, 0.0]], np.float32), roots=np.array([0], np.int32), max_depth=0, meta={})
+
+
+def test_pac_rule_needs_an_abrupt_break_and_a_foreign_p():
+    """Hand-made RR values: only the beat that is early against both the local rhythm and the preceding RR,
+    is followed by a longer RR, keeps the dominant QRS and has another P shape becomes S."""
+    from ecgtrace.tools import classify as cl
+
+    # PAC | sinus arrhythmia (gradual) | early, no reset after | early, sinus P | PAC in AF | PAC with a wide QRS
+    rr_prev = np.array([600.0, 880.0, 600.0, 600.0, 600.0, 600.0])
+    rr_prev2 = np.array([800.0, 920.0, 800.0, 800.0, 800.0, 800.0])
+    rr_next = np.array([950.0, 860.0, 610.0, 950.0, 950.0, 950.0])
+    n = rr_prev.size
+    feats = {"rr_prev_ms": rr_prev, "rr_next_ms": rr_next, "rr_change": rr_prev / rr_prev2,
+             "prematurity": np.array([0.25, 0.12, 0.25, 0.25, 0.25, 0.25]),
+             "p_corr": np.array([0.1, 0.1, 0.1, 0.9, 0.1, 0.1]), "p_amp_ratio": np.ones(n),
+             "corr_qrs_mean": np.full(n, 0.97), "corr_qrs_max": np.full(n, 0.98),
+             "width_ratio": np.array([1.0, 1.0, 1.0, 1.0, 1.0, 1.5]), "clu_width_ratio": np.ones(n),
+             "noise_ratio": np.zeros(n), "clu_prematurity": np.zeros(n), "clu_compensatory_ratio": np.ones(n),
+             "n_leads_used": np.full(n, 2.0), "has_template": np.ones(n, bool)}
+    beats = np.arange(n) * 2000 + 500  # far apart: each beat is judged on its own hand-made RR values
+    af = np.array([False, False, False, False, True, False])
+    res = cl._decide(feats, beats, 250.0, af, (), 1, {}, forest=_always_n_forest())
+    assert res.classes.tolist() == ["S", "N", "N", "N", "N", "N"]
+    assert res.provenance["params"]["pac_rule"] == cl.PAC_RULE and res.provenance["version"] == cl.VERSION
+    # an artifact span over the PAC's preceding RR makes its prematurity no evidence
+    order = np.array([1, 0, 2, 3, 4, 5])
+    swapped = {k: v[order] for k, v in feats.items()}
+    res = cl._decide(swapped, beats, 250.0, af[order], [(beats[1] - 10, beats[1] - 5)], 1, {}, forest=_always_n_forest())
+    assert res.classes.tolist() == ["N"] * n
