@@ -17,7 +17,9 @@ mark the nearest mark of the same type within
 (detected - reference) in ms and how many reference marks were found (count and share:
 a lower SD bought by losing hard marks shows there). The SD
 targets are the CSE tolerances (2 SD_CSE): P on 10.2, P off 12.7, QRS on 6.5,
-QRS off 11.6, T off 30.6 ms.
+QRS off 11.6, T off 30.6 ms. Under each table, the SD without the paced records
+(``paced_records``): LUDB marks a paced QRS onset after the pacing spike, QTDB at
+it, and these few records carry most of the QRS spread.
 
     .venv/bin/python benchmarks/delineation.py --limit 5
     nice -n 10 .venv/bin/python benchmarks/delineation.py            # everything
