@@ -12,6 +12,9 @@ it is left out (``undecided``) rather than a guess:
 - VF/VFL spans (:func:`ecgtrace.tools._rhythm_waves.ventricular_wave_spans`) in
   the detector's artifact spans and in runs of "beats" faster than 200/min
   (:func:`wave_candidate_spans`).
+- Atrial flutter spans (:func:`ecgtrace.tools._rhythm_flutter.flutter_spans`), outside
+  artifact and VF/VFL spans, with their atrial rate: ``afl`` events; the P-wave kinds
+  are not called inside them (flutter waves are not P waves; ``undecided`` says so).
 """
 
 from __future__ import annotations
@@ -22,11 +25,12 @@ from typing import Any
 
 import numpy as np
 
+from ecgtrace.tools._rhythm_flutter import FLUTTER_VERSION, flutter_spans
 from ecgtrace.tools._rhythm_waves import WAVES_VERSION, ventricular_wave_spans
 from ecgtrace.tools.holter_p import detect_p_waves
 from ecgtrace.tools.records import RecordInfo, open_record
 
-SIGNAL_INPUTS_VERSION = "1"
+SIGNAL_INPUTS_VERSION = "2"
 #: Kinds that need P waves: left out (with the reason) where none are visible.
 P_WAVE_KINDS: tuple[str, ...] = ("avb2_mobitz1", "avb2_mobitz2", "avb_2to1", "avb3", "blocked_pac", "junctional_rhythm", "junctional_escape")
 
@@ -78,8 +82,14 @@ def signal_event_inputs(
         undecided.append({"kinds": list(P_WAVE_KINDS), "reason": f"P waves: {pw.status}",
                           "spans": [[c["start"], c["stop"]] for c in pw.chunks if c["status"] != "ok"]})
     waves = ventricular_wave_spans(info, wave_candidate_spans(beats, info.fs_hz, artifact_spans, info.n_samples))
-    kwargs = {"p_wave_samples": pw.p_samples if pw.p_samples.size else None, "p_wave_present": present, "rhythm_spans": waves,
+    excluded = [(int(a), int(b)) for a, b in artifact_spans] + [(int(w["onset_sample"]), int(w["offset_sample"])) for w in waves]
+    flutter = flutter_spans(info, beats, beat_classes, excluded)
+    if flutter:
+        undecided.append({"kinds": list(P_WAVE_KINDS), "reason": "inside atrial flutter: flutter waves are not P waves",
+                          "spans": [[f["onset_sample"], f["offset_sample"]] for f in flutter]})
+    kwargs = {"p_wave_samples": pw.p_samples if pw.p_samples.size else None, "p_wave_present": present, "rhythm_spans": waves + flutter,
               "conduction_beat_samples": pw.r_fiducial}
     prov = {"method": "rhythm_signal.signal_event_inputs", "version": SIGNAL_INPUTS_VERSION, "p_waves": pw.provenance, "p_wave_status": pw.status,
-            "waves": {"method": "_rhythm_waves.ventricular_wave_spans", "version": WAVES_VERSION}}
+            "waves": {"method": "_rhythm_waves.ventricular_wave_spans", "version": WAVES_VERSION},
+            "flutter": {"method": "_rhythm_flutter.flutter_spans", "version": FLUTTER_VERSION}}
     return {"kwargs": kwargs, "undecided": undecided, "provenance": prov, "p_waves": pw}

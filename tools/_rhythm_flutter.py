@@ -1,0 +1,278 @@
+"""Atrial flutter from the signal: a regular atrial wave at 210-360/min between QRS complexes.
+
+Flutter waves run on without an isoelectric baseline at one rate (Wells 1979
+type I: 240-340/min); the ventricles follow at a fixed or regularly varying
+ratio (2:1, 4:1, ...). Per window of ``window_s`` (step ``step_s``), per
+usable lead, outside artifact and VF/VFL spans:
+
+1. QRS-T cancellation (on the chunk decimated to ``analysis_fs_hz`` and 0.5 Hz
+   high-passed): the median QRS-T of a pool of up to ``pool_beats`` earlier N beats
+   outside flutter windows (the chunk's own N beats while the pool is short) is
+   fitted (least-squares scale) and subtracted from every beat. The pool is used
+   because in fixed-ratio flutter the flutter wave is phase-locked to the QRS: a
+   template of flutter beats carries the flutter wave and would cancel it. A
+   flutter that lasts from the record's start past the first chunk is therefore
+   not seen (its template is a flutter template): a known limit.
+2. The spectrum (Hann taper, zero-padded to 1024 points) of the residual window gives the
+   dominant frequency ``f0`` in ``flutter_band_hz`` (3.5-6 Hz) and the comb share:
+   the power within ``peak_halfwidth_hz`` of ``f0`` and of ``2 f0`` over the power in
+   ``band_hz`` (an organised sawtooth puts its power on one comb; P and T waves of
+   sinus rhythm or atrial tachycardia spread it over every harmonic of the heart
+   rate, and AF's fibrillatory waves over a broad band).
+3. Ventricular response: every RR of the window is within ``multiple_tol`` of a
+   whole number (1-``max_ratio``) of flutter cycles ``1/f0`` (AF's irregular RR is not).
+
+A window is flutter when the best lead's comb share is at least
+``min_comb_share``, its residual amplitude (2.8 SD) is at least
+``min_amplitude_mv``, and the response is regularly multiple. Runs of
+flutter windows (gaps of ``max_gap_windows`` bridged) lasting at least ``min_s`` are
+episodes, each with its median atrial rate (60 ``f0``/min). ``min_comb_share``
+was set on the synthetic holtercare record (4 h, seed 1: flutter windows 0.89-0.94;
+AT, sinus tachycardia and first-degree block up to 0.68; AF up to 0.92 but with
+irregular RR), so the synthetic figures are tuned. MIT-BIH 203 (DS1) has the only
+flutter notes in ``../shared/data`` (coarse flutter with variable conduction and
+ectopy): it is not found by version 1; no untuned record with flutter is present.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ecgtrace.tools.records import RecordInfo, chunk_bounds, read_samples
+
+FLUTTER_VERSION = "1"
+DEFAULT_FLUTTER_PARAMS: dict[str, Any] = {
+    "window_s": 6.0,
+    "step_s": 6.0,
+    "chunk_s": 600.0,
+    "analysis_fs_hz": 60.0,
+    "qrst_ms": (250.0, 500.0),
+    "min_template_beats": 30,
+    "pool_beats": 300,
+    "band_hz": (2.5, 12.0),
+    "flutter_band_hz": (3.5, 6.0),
+    "peak_halfwidth_hz": 0.25,
+    "min_comb_share": 0.5,
+    "min_acf": 0.38,
+    "min_amplitude_mv": 0.05,
+    "multiple_tol": 0.2,
+    "max_ratio": 6,
+    "min_beats": 4,
+    "min_s": 20.0,
+    "max_gap_windows": 1,
+}
+
+
+def beat_windows(x: np.ndarray, beats: np.ndarray, pre: int, post: int) -> np.ndarray:
+    """``(n_beats, pre + post, n_leads)`` windows of ``x`` around ``beats`` (all inside ``x``)."""
+    idx = beats[:, None] + np.arange(-pre, post)[None, :]
+    return x[idx]
+
+
+def qrst_template(x: np.ndarray, beats: np.ndarray, pool: np.ndarray | None, pre: int, post: int, min_beats: int) -> np.ndarray | None:
+    """Median QRS-T (pre + post, n_leads): of ``pool`` (earlier beats outside flutter) when it has ``min_beats``, else of ``beats``.
+
+    In fixed-ratio flutter the flutter wave is phase-locked to the QRS, so a
+    template of flutter beats carries the flutter wave and would cancel it; the
+    pool of earlier non-flutter beats does not.
+    """
+    if pool is not None and pool.shape[0] >= min_beats:
+        return np.median(pool, axis=0)
+    inside = beats[(beats >= pre) & (beats + post <= x.shape[0])]
+    if inside.size < min_beats:
+        return None
+    return np.median(beat_windows(x, inside, pre, post), axis=0)
+
+
+def cancel_qrst(x: np.ndarray, beats: np.ndarray, template: np.ndarray, pre: int) -> np.ndarray:
+    """``x`` minus the template fitted (least-squares scale per beat and lead) to each beat, cut short before the next beat."""
+    n, length = x.shape[0], template.shape[0]
+    a = beats - pre
+    nxt = np.append(beats[1:] - pre, n)
+    stop = np.minimum(np.minimum(length, n - a), nxt - a)
+    ok = (a >= 0) & (stop > pre)
+    a, stop = a[ok], stop[ok]
+    if a.size == 0:
+        return x.copy()
+    mask = np.arange(length)[None, :] < stop[:, None]  # (beats, length)
+    idx = np.minimum(a[:, None] + np.arange(length)[None, :], n - 1)
+    seg = x[idx] * mask[:, :, None]
+    t = template[None, :, :] * mask[:, :, None]
+    scale = (seg * t).sum(axis=1) / np.maximum((t * t).sum(axis=1), 1e-12)  # (beats, leads)
+    out = x.copy()
+    out[idx[mask]] -= (t * scale[:, None, :])[mask]
+    return out
+
+
+def window_features(windows: np.ndarray, fs_hz: float, p: dict[str, Any]) -> dict[str, np.ndarray]:
+    """Per window of ``windows`` (m, n, n_leads), QRS-T-cancelled, in mV, of its best lead (highest comb share):
+
+    ``f0`` (Hz), ``share`` (0-1: power at ``f0`` and ``2 f0`` over the power in ``band_hz``),
+    ``acf`` (the band-limited autocorrelation at one cycle ``1 / f0``, -1 to 1: a wave that
+    repeats every cycle; the P waves of sinus rhythm repeat every RR, so their power at
+    harmonics of the heart rate that are not multiples of ``f0`` counts against it)
+    and ``amp`` (mV, 2.8 x SD: the 5-95 % range of a sine wave).
+    """
+    m, n, _ = windows.shape
+    nfft = max(512, 1 << int(np.ceil(np.log2(n))))
+    df = fs_hz / nfft
+    v = windows - windows.mean(axis=1, keepdims=True)
+    spec = np.abs(np.fft.rfft(v * np.hanning(n)[None, :, None], n=nfft, axis=1)) ** 2
+    lo_b, hi_b = int(np.ceil(p["band_hz"][0] / df)), int(np.floor(p["band_hz"][1] / df))
+    cum = np.concatenate([np.zeros((m, 1, spec.shape[2])), np.cumsum(spec, axis=1)], axis=1)
+    s0, s1 = int(np.ceil(p["flutter_band_hz"][0] / df)), int(np.floor(p["flutter_band_hz"][1] / df))
+    k0 = s0 + np.argmax(spec[:, s0 : s1 + 1], axis=1)  # (m, n_leads)
+    hw = int(round(p["peak_halfwidth_hz"] / df))
+
+    def power(center: np.ndarray) -> np.ndarray:
+        a = np.clip(center - hw, lo_b, hi_b + 1)
+        b = np.clip(center + hw + 1, lo_b, hi_b + 1)
+        return np.take_along_axis(cum, b[:, None, :], 1)[:, 0] - np.take_along_axis(cum, a[:, None, :], 1)[:, 0]
+
+    total = cum[:, hi_b + 1] - cum[:, lo_b]
+    line = power(k0)
+    inner = (k0 > s0) & (k0 < s1)  # a maximum on the band's edge is a wave outside it (e.g. the 3rd harmonic of a sinus tachycardia)
+    share = np.where((total > 0) & inner, (line + power(2 * k0)) / np.maximum(total, 1e-300), 0.0)
+    best = np.argmax(share, axis=1)
+    rows = np.arange(m)
+    amp = 2.8 * v.std(axis=1)
+    band = spec[rows, lo_b : hi_b + 1, best]  # (m, bins) of the best lead
+    k_best = k0[rows, best]
+    cosine = np.cos(2.0 * np.pi * np.arange(lo_b, hi_b + 1)[None, :] / k_best[:, None])
+    acf = (band * cosine).sum(axis=1) / np.maximum(band.sum(axis=1), 1e-300)
+    return {"f0": k_best * df, "share": share[rows, best], "amp": amp[rows, best], "acf": acf}
+
+
+def regular_multiple(rr_s: np.ndarray, f0_hz: float, p: dict[str, Any]) -> bool:
+    """Every RR is within ``multiple_tol`` cycles of a whole number 1-``max_ratio`` of flutter cycles."""
+    if rr_s.size == 0:
+        return False
+    cycles = rr_s * f0_hz
+    k = np.rint(cycles)
+    return bool(np.all((k >= 1) & (k <= p["max_ratio"]) & (np.abs(cycles - k) <= p["multiple_tol"])))
+
+
+def _mask_spans(n: int, offset: int, spans: Sequence[tuple[int, int]]) -> np.ndarray:
+    bad = np.zeros(n, bool)
+    for a, b in spans:
+        bad[max(int(a) - offset, 0) : max(min(int(b) - offset, n), 0)] = True
+    return bad
+
+
+def _prepare(x: np.ndarray, offset: int, excluded: Sequence[tuple[int, int]], fs_hz: float, p: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, float, int]:
+    """Chunk ``x`` decimated (block means of ``q`` samples) and 0.5 Hz high-passed (NaN as 0), and its unusable samples
+    (a NaN in the block, or inside an excluded span): ``(y, bad, fs, q)``."""
+    from scipy.signal import butter, sosfiltfilt
+
+    q = max(1, int(fs_hz // p["analysis_fs_hz"]))
+    n = x.shape[0] // q
+    y = x[0 : n * q : q].astype(np.float64)
+    for k in range(1, q):
+        y += x[k : n * q : q]
+    y /= q
+    bad = ~np.isfinite(y).all(axis=1) | _mask_spans(n, 0, [((a - offset) // q, -(-(b - offset) // q)) for a, b in excluded])
+    y[bad] = 0.0
+    fs = fs_hz / q
+    if n > 60:
+        y = sosfiltfilt(butter(1, 0.5, btype="highpass", fs=fs, output="sos"), y, axis=0)
+    return y, bad, fs, q
+
+
+def chunk_windows(x: np.ndarray, offset: int, beats: np.ndarray, is_n: np.ndarray, excluded: Sequence[tuple[int, int]], core: tuple[int, int],
+                  fs_hz: float, p: dict[str, Any], pool: list[np.ndarray]) -> list[tuple[int, float | None]]:
+    """``(window start sample, atrial rate /min or None)`` for each window starting in ``core`` of a chunk ``x`` (n, n_leads).
+
+    ``pool``: QRS-T windows of earlier non-flutter N beats (updated in place with this chunk's).
+    """
+    y, bad, fs, q = _prepare(x, offset, excluded, fs_hz, p)
+    sel = (beats >= offset) & (beats < offset + q * y.shape[0])
+    local, local_n = (beats[sel] - offset) // q, is_n[sel]
+    pre, post = int(p["qrst_ms"][0] * fs / 1000.0), int(p["qrst_ms"][1] * fs / 1000.0)
+    stacked = np.concatenate(pool) if pool else None
+    template = qrst_template(y, local[local_n], stacked, pre, post, p["min_template_beats"])
+    if template is None:
+        return []
+    res = cancel_qrst(y, local, template, pre)
+    win, step = int(round(p["window_s"] * fs)), int(round(p["step_s"] * fs))
+    starts = [s for s in range(0, y.shape[0] - win + 1, step) if core[0] <= offset + q * s < core[1]]
+    rates = _window_rates(res, starts, win, local, local_n, bad, fs, p)
+    flutter = np.zeros(y.shape[0], bool)
+    for s, rate in zip(starts, rates):
+        flutter[s : s + win] |= rate is not None
+    out = [(offset + q * s, rate) for s, rate in zip(starts, rates)]
+    clean = local[local_n & ~flutter[np.minimum(local, y.shape[0] - 1)] & (local >= pre) & (local + post <= y.shape[0])]
+    pool.append(beat_windows(y, clean[-p["pool_beats"] :], pre, post))
+    while sum(w.shape[0] for w in pool) - pool[0].shape[0] >= p["pool_beats"]:
+        pool.pop(0)
+    return out
+
+
+def _window_rates(res: np.ndarray, starts: list[int], win: int, beats: np.ndarray, is_n: np.ndarray, bad: np.ndarray,
+                  fs_hz: float, p: dict[str, Any]) -> list[float | None]:
+    """Atrial rate (/min) of each flutter window, None elsewhere; windows with a non-N beat, too few beats or a bad sample are not analysed."""
+    rates: list[float | None] = [None] * len(starts)
+    s = np.asarray(starts, dtype=np.int64)
+    lo, hi = np.searchsorted(beats, s), np.searchsorted(beats, s + win)
+    not_n = np.concatenate([[0], np.cumsum(~is_n)])
+    n_bad = np.concatenate([[0], np.cumsum(bad)])
+    ok = (hi - lo >= p["min_beats"]) & (not_n[hi] == not_n[lo]) & (n_bad[np.minimum(s + win, bad.size)] == n_bad[s])
+    keep = np.flatnonzero(ok).tolist()
+    beat_sets = [beats[lo[i] : hi[i]] for i in keep]
+    if not keep:
+        return rates
+    windows = np.stack([res[starts[i] : starts[i] + win] for i in keep])
+    feats = window_features(windows, fs_hz, p)
+    f0 = feats["f0"]
+    flutter = (feats["share"] >= p["min_comb_share"]) & (feats["acf"] >= p["min_acf"]) & (feats["amp"] >= p["min_amplitude_mv"])
+    for j, i in enumerate(keep):
+        if flutter[j] and regular_multiple(np.diff(beat_sets[j]) / fs_hz, float(f0[j]), p):
+            rates[i] = 60.0 * float(f0[j])
+    return rates
+
+
+def flutter_spans(info: RecordInfo, beat_samples: np.ndarray, beat_classes: Sequence[str] | np.ndarray, excluded_spans: Sequence[tuple[int, int]] = (),
+                  **overrides: Any) -> list[dict[str, Any]]:
+    """AFL episodes ``{kind, onset_sample, offset_sample, atrial_rate_bpm, source}`` (samples, half-open).
+
+    ``excluded_spans``: artifact and VF/VFL spans (no window that touches one is
+    labelled). Reads the record chunk by chunk (bounded memory).
+    """
+    p = {**DEFAULT_FLUTTER_PARAMS, **overrides}
+    fs = info.fs_hz
+    beats = np.asarray(beat_samples, dtype=np.int64)
+    is_n = np.asarray(beat_classes).astype("<U1") == "N"
+    if is_n.size != beats.size:
+        raise ValueError(f"beat_classes has {is_n.size} entries for {beats.size} beats")
+    usable = [j for j, lead in enumerate(info.leads) if lead not in info.unusable_leads] or list(range(len(info.leads)))
+    win = int(round(p["window_s"] * fs))
+    labels: list[tuple[int, float | None]] = []
+    if info.n_samples < win:
+        return []
+    pool: list[np.ndarray] = []
+    for start, stop, c0, c1 in chunk_bounds(info.n_samples, int(p["chunk_s"] * fs), win):
+        x = read_samples(info, start, stop, usable).signal_mv
+        labels += chunk_windows(x, start, beats, is_n, excluded_spans, (c0, c1), fs, p, pool)
+    return flutter_episodes(labels, win, fs, p)
+
+
+def flutter_episodes(labels: list[tuple[int, float | None]], win: int, fs_hz: float, p: dict[str, Any]) -> list[dict[str, Any]]:
+    """Runs of flutter windows (up to ``max_gap_windows`` missing windows bridged) of at least ``min_s``, with the median atrial rate."""
+    hits = [i for i, (_, rate) in enumerate(labels) if rate is not None]
+    out: list[dict[str, Any]] = []
+    runs: list[list[int]] = []
+    for i in hits:
+        if runs and i - runs[-1][-1] <= p["max_gap_windows"] + 1:
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+    for run in runs:
+        onset, offset = labels[run[0]][0], labels[run[-1]][0] + win
+        if offset - onset < p["min_s"] * fs_hz:
+            continue
+        rate = float(np.median([labels[i][1] for i in run]))
+        out.append({"kind": "afl", "onset_sample": int(onset), "offset_sample": int(offset), "atrial_rate_bpm": round(rate, 1),
+                    "source": f"tools._rhythm_flutter v{FLUTTER_VERSION}"})
+    return out
