@@ -10,7 +10,9 @@ Per lead (``fs_hz`` explicit, everything in samples local to the window):
    reaching ``k_sig`` of the beat's maximum slope (gaps up to ``gap_ms``
    allowed, so notches and small q/s waves are kept). The onset is where the
    slope falls below ``k_on`` times the first slope peak; the offset where it
-   falls below ``k_off`` times the last.
+   falls below ``k_off`` times the last. With ``qrs_median_beat``, dominant beats
+   then take their QRS offset from the lead's median beat (same rule, projected by
+   alignment: :func:`ecgtrace.tools._delineate_consistency.median_beat_qrs`).
 3. P and T are read on ``xs``: ``y`` with every QRS bridged by a straight line
    (so the filter cannot smear the QRS into its neighbours), low-passed at
    ``pt_lowpass_hz`` (20 Hz).
@@ -36,6 +38,8 @@ from dataclasses import asdict, dataclass
 from functools import lru_cache
 
 import numpy as np
+
+from ecgtrace.tools._delineate_consistency import median_beat_qrs
 
 POINTS = ("p_on", "p_peak", "p_off", "qrs_on", "r_peak", "qrs_off", "t_on", "t_peak", "t_off")
 AMPLITUDES = ("iso_mv", "p_amp_mv", "r_amp_mv", "s_amp_mv", "t_amp_mv", "st_j60_mv")
@@ -80,6 +84,7 @@ class DelineationParams:
     p_after_t_peak_fast_ms: float = 80.0  # ... then the P search starts this long after the T peak instead
     p_drop: float = 0.3  # the signal must fall back by this share of the P height on both sides
     p_snr: float = 2.0  # P amplitude against the local high-frequency noise (SD)
+    qrs_median_beat: bool = True  # QRS on/off of dominant beats from the lead's median beat (_delineate_consistency.median_beat_qrs)
 
     def to_json(self) -> dict[str, float | bool]:
         return {k: (v if isinstance(v, bool) else float(v)) for k, v in asdict(self).items()}
@@ -402,5 +407,7 @@ def delineate_lead(x_mv: np.ndarray, fs_hz: float, beats: np.ndarray, params: De
     xs, hf_noise = bridge_qrs(y, out["qrs_on"], out["qrs_off"], fs_hz, p.pt_lowpass_hz)
     _pt_pass(xs, hf_noise, beats, fs_hz, p, out)
     out["xf"], out["xs"] = xf, xs
+    if p.qrs_median_beat:
+        median_beat_qrs(out, fs_hz, lambda dt, main, lo, hi: _qrs_bounds(dt, main, lo, hi, fs_hz, p, None))
     out["xl"] = _lowpass(bridge_nan(x_mv), 40.0, fs_hz)
     return out

@@ -20,13 +20,25 @@ Dominant beats are those whose QRS (+-60 ms around R, 40 Hz signal) correlates
 with the lead's median QRS at ``min_corr`` or more; ectopic beats keep their own
 marks and do not enter the running median. A boundary missing in a dominant
 beat stays missing (the sensitivity of a mark is never bought by guessing).
+
+:func:`median_beat_qrs` (called by the delineator itself, before this projection)
+reads the QRS offset of dominant beats on the lead's median beat instead: a
+template delineated once, then projected onto each beat by alignment.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
+
+#: ``(slope_mv_s, main, lo, hi) -> (on, off)``: the delineator's QRS boundary rule on local indices.
+QrsBoundRule = Callable[[np.ndarray, int, int, int], tuple[int, int]]
+
+#: Marks :func:`median_beat_qrs` sets. QRS onset is left out: on the tuning half (QTDB even positions,
+#: LUDB 1-60) it made QRS-on SD worse (QTDB 10.3 -> 10.5 ms) while the offset improved (14.1 -> 13.7 ms).
+MEDIAN_BEAT_MARKS = ("qrs_off",)
 
 
 @dataclass(frozen=True)
@@ -104,4 +116,59 @@ def beat_consistency(res: dict[str, np.ndarray], beats: np.ndarray, fs_hz: float
         new = np.round(beats[idx] + rel[idx] - blend * dev).astype(np.int64)
         moved += int(np.count_nonzero(new != marks[idx]))
         marks[idx] = new
+    return moved
+
+
+def _aligned_anchors(xf: np.ndarray, anchors: np.ndarray, half: int, max_lag: int) -> np.ndarray:
+    """Anchors shifted (up to ``max_lag`` samples) to best match the median QRS: alignment by cross-correlation, not by one peak sample."""
+    stack = np.stack([xf[a - half : a + half + 1] for a in anchors])
+    template = np.median(stack, axis=0)
+    core = template[max_lag : template.size - max_lag]
+    out = anchors.copy()
+    for k, a in enumerate(anchors):
+        seg = xf[a - half : a + half + 1]
+        scores = [float(np.dot(seg[max_lag + s : seg.size - max_lag + s], core)) for s in range(-max_lag, max_lag + 1)]
+        out[k] = a + int(np.argmax(scores)) - max_lag
+    return out
+
+
+def median_beat_qrs(res: dict[str, np.ndarray], fs_hz: float, qrs_bounds: QrsBoundRule, names: tuple[str, ...] = MEDIAN_BEAT_MARKS,
+                    half_ms: float = 150.0, agree_ms: float = 10.0, outlier_ms: float = 10.0, min_corr: float = 0.9, min_beats: int = 3) -> int:
+    """QRS boundaries (``names``) of one lead's dominant beats from its median beat, projected onto each beat (in place).
+
+    ``qrs_bounds(d, main, lo, hi)`` is the delineator's boundary rule (slope in mV/s, local indices).
+    Dominant beats (QRS correlation >= ``min_corr`` with the median QRS) are aligned by
+    cross-correlation (+-8 ms) and their median over +-``half_ms`` is delineated with the same
+    rule: it has far less noise than any one beat, so its slope walk-out does not stop early on
+    a dip or run on over noise. A dominant beat whose own mark lies more than ``outlier_ms`` from
+    the template's (its distance from the beat's aligned anchor) gets the template's; the others
+    keep their own (replacing every mark moved the 100 vs 500 Hz QRS agreement, p90 2.5 -> 3.5 ms).
+    Nothing moves when the template's distance is more than ``agree_ms`` from the median of the
+    beats' own (a wave merged into or lost from the median beat). Returns how many marks moved.
+    """
+    xf, main = res["xf"], res["r_peak"]
+    half = int(round(half_ms * fs_hz / 1000.0))
+    max_lag = max(int(round(0.008 * fs_hz)), 1)
+    have = (main >= 0) & (res["qrs_on"] >= 0) & (main - half - max_lag >= 0) & (main + half + max_lag < xf.size)
+    dominant = have & dominant_beats(xf, np.where(have, main, 0), fs_hz, min_corr)
+    if dominant.sum() < min_beats:
+        return 0
+    idx = np.flatnonzero(dominant)
+    anchors = _aligned_anchors(xf, main[idx], half + max_lag, max_lag)
+    template = np.median(np.stack([xf[a - half : a + half + 1] for a in anchors]), axis=0)
+    d = np.gradient(template) * fs_hz
+    on, off = qrs_bounds(d, half, 0, template.size - 1)
+    if on <= 0 or off >= template.size - 1:
+        return 0  # the walk-out hit the template's edge: no boundary found on it
+    moved = 0
+    agree, outlier = agree_ms * fs_hz / 1000.0, outlier_ms * fs_hz / 1000.0
+    for name, rel in (("qrs_on", on - half), ("qrs_off", off - half)):
+        if name not in names:
+            continue
+        if abs(rel - float(np.median(res[name][idx] - anchors))) > agree:
+            continue  # the median beat's boundary is not the beats' typical one: a wave merged or lost on it, keep the beats' own
+        own = res[name][idx]
+        new = np.where(np.abs(anchors + rel - own) > outlier, anchors + rel, own)
+        moved += int(np.count_nonzero(new != res[name][idx]))
+        res[name][idx] = new
     return moved

@@ -46,7 +46,7 @@ from ecgtrace.tools._delineate_waves import global_j_point, lead_morphology, pat
 from ecgtrace.tools._delineation import INTERNAL_FS_HZ, Delineation, LeadFiducials, marks_to_record, to_internal
 from ecgtrace.tools.records import SignalWindow
 
-MEASURE_VERSION = "3"  # 3: beat-to-beat template projection of P on/off and T off (_delineate_consistency)
+MEASURE_VERSION = "4"  # 3: beat-to-beat template projection of P on/off and T off (_delineate_consistency); 4: QRS offset from the median beat
 CROSS_LEAD_MIN_LEADS = 3
 P_LEAD_SHARE = 0.25
 CROSS_LEAD_LIMIT_MS = {"p_on": 30.0, "p_off": 16.0, "qrs_on": 6.0, "qrs_off": 6.0, "t_on": 40.0, "t_off": 20.0}  # set on the tuning half

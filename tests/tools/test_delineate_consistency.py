@@ -68,3 +68,78 @@ def test_running_median_skips_missing_values_and_uses_the_nearest_beats() -> Non
     assert out[0] == 3.0  # neighbours 1, 3, 100 (the NaN is skipped)
     assert out[3] == 5.0  # 3, 100, 5
     assert out[6] == 7.0  # the last three: 5, 7, 9
+
+
+# --------------------------------------------------------------------------- median-beat QRS offset
+
+END = 30  # samples after R where the synthetic QRS returns to the baseline (60 ms at 500 Hz)
+
+
+def _qrs_shape(t: np.ndarray, b: int) -> np.ndarray:
+    """Piecewise-linear R-S: rises from b-15 to 1 mV at b, falls to -0.3 mV at b+10, slowly back to 0 at b+END (its true end)."""
+    return np.interp(t, [b - 15, b, b + 10, b + END], [0.0, 1.0, -0.3, 0.0], left=0.0, right=0.0)
+
+
+def _rule(d: np.ndarray, main: int, lo: int, hi: int) -> tuple[int, int]:
+    from ecgtrace.tools._delineate import DelineationParams, _qrs_bounds
+
+    return _qrs_bounds(d, main, lo, hi, FS, DelineationParams(), None)
+
+
+def _noisy_lead(noise_mv: float = 0.02, ectopic: int | None = None, seed: int = 1) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Identical QRS complexes plus white noise, low-passed at 40 Hz as the delineator's ``xf``; each beat's own offset is the rule on its noisy slope."""
+    from ecgtrace.tools._delineate import _lowpass
+
+    beats = np.arange(1, 13) * RR
+    t = np.arange(14 * RR, dtype=np.float64)
+    xf = sum(_qrs_shape(t, int(b)) * (-1.0 if k == ectopic else 1.0) for k, b in enumerate(beats))
+    xf = _lowpass(xf + np.random.default_rng(seed).normal(0.0, noise_mv, t.size), 40.0, FS)
+    d = np.gradient(xf) * FS
+    own = [_rule(d, int(b), int(b) - 60, int(b) + 60) for b in beats]
+    res = {"xf": xf, "r_peak": beats.astype(np.int64), "qrs_on": np.array([o[0] for o in own], dtype=np.int64),
+           "qrs_off": np.array([o[1] for o in own], dtype=np.int64)}
+    return res, beats
+
+
+def test_median_beat_offset_replaces_a_beats_offset_that_stopped_early() -> None:
+    from ecgtrace.tools._delineate_consistency import median_beat_qrs
+
+    clean, beats = _noisy_lead(noise_mv=0.0)
+    assert np.all(np.abs(clean["qrs_off"] - (beats + END)) <= 1)  # on a clean beat the rule finds the true end
+    res, _ = _noisy_lead(noise_mv=0.02)
+    own = res["qrs_off"].copy()
+    stray = np.abs(own - clean["qrs_off"]) > 5  # more than 10 ms from the clean beat's: this noisy beat stopped early on a dip
+    assert stray.any()
+    moved = median_beat_qrs(res, FS, _rule, outlier_ms=10.0)
+    assert moved == int(stray.sum())
+    assert np.all(np.abs(res["qrs_off"][stray] - (beats[stray] + END)) <= 1)  # within 2 ms of the true end
+    np.testing.assert_array_equal(res["qrs_off"][~stray], own[~stray])  # beats within 10 ms of the template keep their own
+
+
+def test_median_beat_offset_far_from_the_beats_own_is_not_used() -> None:
+    from ecgtrace.tools._delineate_consistency import median_beat_qrs
+
+    res, beats = _noisy_lead()
+    res["qrs_off"] = beats + END + 15  # 30 ms away from the median beat's: the guard keeps the beats' own marks
+    assert median_beat_qrs(res, FS, _rule, agree_ms=10.0) == 0
+    np.testing.assert_array_equal(res["qrs_off"], beats + END + 15)
+
+
+def test_median_beat_leaves_ectopic_beats_and_onsets_alone() -> None:
+    from ecgtrace.tools._delineate_consistency import median_beat_qrs
+
+    res, beats = _noisy_lead(ectopic=4)
+    res["qrs_off"][4] = beats[4] + 50
+    onsets = res["qrs_on"].copy()
+    median_beat_qrs(res, FS, _rule)
+    assert res["qrs_off"][4] == beats[4] + 50  # the inverted beat is not dominant
+    np.testing.assert_array_equal(res["qrs_on"], onsets)  # only MEDIAN_BEAT_MARKS are set
+
+
+def test_median_beat_needs_enough_dominant_beats() -> None:
+    from ecgtrace.tools._delineate_consistency import median_beat_qrs
+
+    res, beats = _noisy_lead()
+    before = res["qrs_off"].copy()
+    assert median_beat_qrs(res, FS, _rule, min_beats=20) == 0
+    np.testing.assert_array_equal(res["qrs_off"], before)

@@ -1,0 +1,37 @@
+"""The delineation benchmark's bookkeeping: SD without the paced records, and which records are paced."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _bench():
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    try:
+        import delineation as bench
+    finally:
+        sys.path.pop(0)
+    return bench
+
+
+def test_sd_without_leaves_the_named_records_out() -> None:
+    bench = _bench()
+    tally = bench.Tally()
+    tally.add("qrs_on", np.array([-2.0, 2.0, np.nan]), "a")  # the NaN is a mark not found
+    tally.add("qrs_on", np.array([40.0, 60.0]), "paced")
+    sd, n = tally.sd_without("qrs_on", frozenset({"paced"}))
+    assert n == 2 and sd == 2.0  # SD of -2, +2 (population SD, as the table's)
+    sd_all, n_all = tally.sd_without("qrs_on", frozenset())
+    assert n_all == 4 and sd_all == np.std([-2.0, 2.0, 40.0, 60.0])
+
+
+def test_paced_records_of_both_databases(shared_data) -> None:
+    paced = _bench().paced_records(shared_data)
+    assert {"sel102", "sel104"} <= paced["qtdb"]  # the MIT-BIH paced records 102 and 104 have QTDB excerpts
+    # ludb.csv, column "Cardiac pacing": the ten records with a pacemaker
+    assert paced["ludb"] == frozenset({"8", "34", "45", "72", "74", "90", "93", "95", "104", "111"})
