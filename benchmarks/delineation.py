@@ -40,7 +40,7 @@ from ecgtrace.tools.measure import delineate, detect_window_beats, measure_windo
 from ecgtrace.tools.records import open_record, read_samples
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _protocol import PACED_RECORDS  # noqa: E402
+from _protocol import PACED_RECORDS, QTDB_TUNED  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
@@ -143,13 +143,16 @@ def split_records(data: Path | None = None) -> dict[str, dict[str, list[str]]]:
     """The fixed tuning / untuned split: ``{"qtdb": {"tuning": [...], "untuned": [...]}, "ludb": {...}}``.
 
     QTDB: the records in sorted order, even positions tune, odd positions are
-    reported untouched. LUDB: records 1-60 tune (the earlier defaults were
-    tuned on 1-40), 61-120 are untouched.
+    reported untouched, except the excerpts of MIT-BIH records the beat detector
+    was tuned on (``_protocol.QTDB_TUNED``): they join the tuning half wherever
+    they fall. LUDB: records 1-60 tune (the earlier defaults were tuned on 1-40),
+    61-120 are untouched.
     """
     data = data or DATA
     qtdb = sorted(p.stem for p in (data / "qtdb").glob("*.q1c"))
     ludb = sorted((p.stem for p in (data / "ludb" / "data").glob("*.hea")), key=int)
-    return {"qtdb": {"tuning": qtdb[0::2], "untuned": qtdb[1::2]},
+    untuned = [r for r in qtdb[1::2] if r not in QTDB_TUNED]
+    return {"qtdb": {"tuning": [r for r in qtdb if r not in untuned], "untuned": untuned},
             "ludb": {"tuning": [n for n in ludb if int(n) <= 60], "untuned": [n for n in ludb if int(n) > 60]}}
 
 

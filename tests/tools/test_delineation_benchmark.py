@@ -35,3 +35,16 @@ def test_paced_records_of_both_databases(shared_data) -> None:
     assert {"sel102", "sel104"} <= paced["qtdb"]  # the MIT-BIH paced records 102 and 104 have QTDB excerpts
     # ludb.csv, column "Cardiac pacing": the ten records with a pacemaker
     assert paced["ludb"] == frozenset({"8", "34", "45", "72", "74", "90", "93", "95", "104", "111"})
+
+
+def test_split_keeps_detector_tuned_excerpts_out_of_the_untuned_half(tmp_path: Path) -> None:
+    bench = _bench()
+    qtdb = tmp_path / "qtdb"
+    (tmp_path / "ludb" / "data").mkdir(parents=True)
+    qtdb.mkdir()
+    # sorted: sel101 (even, tuning), sel102 (odd, but paced MIT-BIH 102: tuned), sel103 (even), sel302 (odd, untuned)
+    for name in ("sel101", "sel102", "sel103", "sel302"):
+        (qtdb / f"{name}.q1c").write_bytes(b"")
+    split = bench.split_records(tmp_path)["qtdb"]
+    assert split["untuned"] == ["sel302"]
+    assert split["tuning"] == ["sel101", "sel102", "sel103"]
