@@ -33,9 +33,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy.signal import butter, fftconvolve, sosfiltfilt
+from scipy.signal import butter, sosfiltfilt
 
 from ecgtrace.tools.af import _runs
+from ecgtrace.tools._holter_p_search import _windows, align_beats, allowed_masks, pick_peaks, sliding_corr, subtract_qrst
 from ecgtrace.tools._rhythm_conduction import DEFAULT_CONDUCTION_PARAMS, conducted_p
 from ecgtrace.tools.records import RecordInfo, chunk_bounds, open_record, read_samples
 
@@ -115,48 +116,10 @@ def _regular_normals(beats: np.ndarray, classes: np.ndarray) -> np.ndarray:
     return ok
 
 
-def _windows(x: np.ndarray, centers: np.ndarray, lo: int, hi: int) -> np.ndarray:
-    """(n_centers, hi - lo, n_leads) windows ``x[c + lo : c + hi]`` (centers must fit)."""
-    idx = centers[:, None] + np.arange(lo, hi)[None, :]
-    return x[idx]
 
 
-def _align_beats(f: np.ndarray, beats: np.ndarray, good: np.ndarray, is_n: np.ndarray, fs_hz: float, p: dict[str, Any]) -> np.ndarray:
-    """N-beat R peaks moved (up to ``align_ms``) to best match the median QRS: one fiducial, so PR steps are real."""
-    half, lag = int(0.08 * fs_hz), int(p["align_ms"] * fs_hz / 1000)
-    inside = (beats - half - lag >= 0) & (beats + half + lag < f.shape[0])
-    fit = good & inside
-    out = beats.copy()
-    if fit.sum() < p["min_template_beats"]:
-        return out
-    tpl = np.median(_windows(f, beats[fit], -half, half), axis=0)
-    tpl = tpl - tpl.mean(axis=0)
-    idx = np.flatnonzero(is_n & inside)
-    if idx.size == 0:
-        return out
-    score = np.stack([(_windows(f, beats[idx] + k, -half, half) * tpl[None]).sum(axis=(1, 2)) for k in range(-lag, lag + 1)], axis=1)
-    out[idx] = beats[idx] + np.argmax(score, axis=1) - lag
-    return out
 
 
-def _subtract_qrst(f: np.ndarray, beats: np.ndarray, good: np.ndarray, is_n: np.ndarray, fs_hz: float, pr_guess: int, p: dict[str, Any]) -> np.ndarray:
-    """The signal minus each N beat's fitted median QRS-T (in a copy)."""
-    pre, post = int(p["qrst_pre_ms"] * fs_hz / 1000), int(p["qrst_post_ms"] * fs_hz / 1000)
-    fit = good & (beats - pre >= 0) & (beats + post < f.shape[0])
-    res = f.copy()
-    if fit.sum() < p["min_template_beats"]:
-        return res
-    template = np.median(_windows(f, beats[fit], -pre, post), axis=0)  # (pre + post, leads)
-    for i in np.flatnonzero(is_n):
-        a = beats[i] - pre
-        end = post if i + 1 >= beats.size else min(post, int(beats[i + 1] - beats[i]) - pr_guess - int(0.06 * fs_hz))
-        if a < 0 or end <= 0 or beats[i] + end > f.shape[0]:
-            continue
-        seg, tpl = f[a : beats[i] + end], template[: pre + end]
-        tpl = tpl - np.linspace(tpl[0], tpl[-1], tpl.shape[0])  # zero at both ends: the subtraction leaves no step
-        scale = np.clip((seg * tpl).sum(axis=0) / np.maximum((tpl * tpl).sum(axis=0), 1e-12), 0.6, 1.6)
-        res[a : beats[i] + end] -= tpl * scale
-    return res
 
 
 def _p_template(res: np.ndarray, beats: np.ndarray, good: np.ndarray, fs_hz: float,
@@ -185,34 +148,8 @@ def _p_template(res: np.ndarray, beats: np.ndarray, good: np.ndarray, fs_hz: flo
     return tpl - tpl.mean(axis=0), far + half - k, float(lead_snr.max()), shows_p
 
 
-def _sliding_corr(res: np.ndarray, tpl: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Multi-lead normalised correlation and scale of ``tpl`` at each centre sample of ``res``."""
-    m = tpl.shape[0]
-    num = sum(fftconvolve(res[:, j], tpl[::-1, j], mode="same") for j in range(res.shape[1]))
-    csum = np.cumsum(np.vstack([np.zeros((1, res.shape[1])), res]), axis=0)
-    csq = np.cumsum(np.vstack([np.zeros((1, res.shape[1])), res * res]), axis=0)
-    lo = np.clip(np.arange(res.shape[0]) - m // 2, 0, res.shape[0] - m)
-    s1, s2 = csum[lo + m] - csum[lo], csq[lo + m] - csq[lo]
-    var = np.maximum((s2 - s1 * s1 / m).sum(axis=1), 1e-12)
-    energy = float((tpl * tpl).sum())
-    return num / np.sqrt(var * energy), num / energy
 
 
-def _peaks(corr: np.ndarray, scale: np.ndarray, allowed: np.ndarray, t_zone: np.ndarray, fs_hz: float, p: dict[str, Any]) -> np.ndarray:
-    """Greedy non-maximum suppression of allowed correlation peaks, ``min_pp_ms`` apart (stricter on T waves)."""
-    need = np.where(t_zone, p["t_zone_min_corr"], p["min_corr"])
-    cand = np.flatnonzero(allowed & (corr >= need) & (scale >= p["min_scale"]) & (scale <= p["max_scale"]))
-    if cand.size == 0:
-        return cand
-    gap = int(p["min_pp_ms"] * fs_hz / 1000)
-    order = cand[np.argsort(-corr[cand], kind="stable")]
-    taken = np.zeros(corr.size, bool)
-    keep = []
-    for c in order:
-        if not taken[max(c - gap + 1, 0) : c + gap].any():
-            keep.append(c)
-            taken[c] = True
-    return np.sort(np.asarray(keep, dtype=np.int64))
 
 
 def _keep_blocked(p_samples: np.ndarray, corr: np.ndarray, conducted: np.ndarray, beats: np.ndarray, fs_hz: float, p: dict[str, Any]) -> np.ndarray:
@@ -244,18 +181,6 @@ def _keep_blocked(p_samples: np.ndarray, corr: np.ndarray, conducted: np.ndarray
     return keep
 
 
-def _allowed(n: int, beats: np.ndarray, is_n: np.ndarray, fs_hz: float, p: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
-    """``(allowed, t_zone)`` masks: no P inside a QRS (or another beat's QRS-T); the T wave after it asks more."""
-    ok = np.ones(n, bool)
-    t_zone = np.zeros(n, bool)
-    t_end = int(p["t_zone_ms"] * fs_hz / 1000)
-    for b in beats[is_n]:
-        t_zone[max(b, 0) : max(b + t_end, 0)] = True  # the subtracted T wave's residual can mimic a P
-    for guard, which in ((p["qrs_guard_ms"], is_n), (p["other_beat_guard_ms"], ~is_n)):
-        before, after = (int(v * fs_hz / 1000) for v in guard)
-        for b in beats[which]:
-            ok[max(b - before, 0) : max(b + after, 0)] = False
-    return ok, t_zone
 
 
 def _chunk_p(x: np.ndarray, beats: np.ndarray, classes: np.ndarray, fs_hz: float, p: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
@@ -263,19 +188,19 @@ def _chunk_p(x: np.ndarray, beats: np.ndarray, classes: np.ndarray, fs_hz: float
     f = _bandpass(np.asarray(x, dtype=np.float64), fs_hz, p["band_hz"])
     is_n = classes == "N"
     good = _regular_normals(beats, classes)
-    beats = _align_beats(f, beats, good, is_n, fs_hz, p)
+    beats = align_beats(f, beats, good, is_n, fs_hz, p)
     guess = int(0.16 * fs_hz)
-    res = _subtract_qrst(f, beats, good, is_n, fs_hz, guess, p)
+    res = subtract_qrst(f, beats, good, is_n, fs_hz, guess, p)
     tpl, pr, snr, shows_p = _p_template(res, beats, good, fs_hz, p)
     if tpl is None:
         return np.zeros(0, np.int64), np.zeros(0), beats, {"status": "too few regular N beats for a P template", "snr": None, "pr_template_ms": None}
     info = {"snr": round(snr, 2), "pr_template_ms": round(pr * 1000 / fs_hz, 1), "p_leads": [int(j) for j in np.flatnonzero(shows_p)]}
     if snr < p["min_p_snr"]:
         return np.zeros(0, np.int64), np.zeros(0), beats, {**info, "status": "no visible P waves (template under the beat-to-beat residual)"}
-    corr, scale = _sliding_corr(res[:, shows_p], tpl[:, shows_p])
-    bad = ~np.isfinite(np.asarray(x, dtype=np.float64)).all(axis=1)
-    allowed, t_zone = _allowed(f.shape[0], beats, is_n, fs_hz, p)
-    peaks = _peaks(corr, scale, allowed & ~bad, t_zone, fs_hz, p)
+    corr, scale = sliding_corr(res[:, shows_p], tpl[:, shows_p])
+    bad = ~np.isfinite(x).all(axis=1)  # finite in float32 is finite in float64: no copy
+    allowed, t_zone = allowed_masks(f.shape[0], beats, is_n, fs_hz, p)
+    peaks = pick_peaks(corr, scale, allowed & ~bad, t_zone, fs_hz, p)
     return peaks, corr[peaks], beats, {**info, "status": "ok"}
 
 
