@@ -44,21 +44,24 @@ def align_beats(f: np.ndarray, beats: np.ndarray, good: np.ndarray, is_n: np.nda
 
 
 def _linspace_rows(start: np.ndarray, stop: np.ndarray, num: np.ndarray, width: int) -> np.ndarray:
-    """(beats, width, leads): row ``i`` holds ``np.linspace(start[i], stop[i], num[i])`` (num >= 2), then zeros.
+    """(width, beats, leads), time first: column ``i`` holds ``np.linspace(start, stop[i], num[i])`` (num >= 2), then zeros.
 
     numpy's own steps, so the values are the ones a per-beat ``linspace`` gives:
-    ``k * step + start``, or ``k / div * delta + start`` where a lead's step
-    underflows to 0, and ``stop`` exactly at the end.
+    ``k * step + start``, or ``k / div * delta + start`` for a beat where a
+    lead's step underflows to 0, and ``stop`` exactly at the end.
     """
-    div = (num - 1).astype(np.float64)[:, None, None]
-    delta = (stop - start)[:, None, :]
+    div = (num - 1).astype(np.float64)[None, :, None]
+    delta = (stop - start)[None]
     step = delta / div
-    k = np.arange(width, dtype=np.float64)[None, :, None]
-    zero_step = (step == 0).any(axis=2)[:, :, None]
-    y = np.where(zero_step, k / div * delta, k * step) + start[:, None, :]
-    rows = np.arange(num.size)
-    y[rows, num - 1] = stop
-    y[np.arange(width)[None, :] >= num[:, None]] = 0.0
+    k = np.arange(width, dtype=np.float64)[:, None, None]
+    y = k * step
+    zero_step = np.flatnonzero((step[0] == 0).any(axis=1))
+    if zero_step.size:
+        y[:, zero_step] = k / div[:, zero_step] * delta[:, zero_step]
+    y += start
+    y[num - 1, np.arange(num.size)] = stop
+    if int(num.min()) < width:
+        y[np.arange(width)[:, None] >= num[None, :]] = 0.0
     return y
 
 
@@ -88,51 +91,64 @@ def subtract_qrst(f: np.ndarray, beats: np.ndarray, good: np.ndarray, is_n: np.n
         return res
     num = pre + end  # samples per beat
     width = int(num.max())
-    tpl = _linspace_rows(np.broadcast_to(template[0], (num.size, template.shape[1])), template[num - 1], num, width)
-    np.subtract(template[None, :width], tpl, out=tpl, where=np.arange(width)[None, :, None] < num[:, None, None])
-    seg = _windows(f, beats[idx], -pre, -pre + width) if int(beats[idx].max()) - pre + width <= f.shape[0] else _padded_windows(f, beats[idx] - pre, width)
-    # row-by-row sums, as numpy sums a (time, leads) array over time; the zero padding adds exact zeros
-    fit_sum, energy = seg[:, 0] * tpl[:, 0], tpl[:, 0] * tpl[:, 0]
-    for k in range(1, width):
-        fit_sum += seg[:, k] * tpl[:, k]
-        energy += tpl[:, k] * tpl[:, k]
-    scale = np.clip(fit_sum / np.maximum(energy, 1e-12), 0.6, 1.6)
-    inside = np.arange(width)[None, :] < num[:, None]
-    rows = (beats[idx, None] - pre + np.arange(width)[None, :])[inside]
-    delta = (tpl * scale[:, None, :])[inside]
+    inside = np.arange(width)[:, None] < num[None, :]  # (time, beats)
+    tpl = _linspace_rows(template[0], template[num - 1], num, width)
+    np.subtract(template[:width, None], tpl, out=tpl, where=inside[:, :, None])
+    rows = (beats[idx] - pre)[None, :] + np.arange(width)[:, None]
+    seg = (f if int(rows.max()) < f.shape[0] else np.concatenate([f, np.zeros((width, f.shape[1]))]))[rows]
+    # summed over time row by row, as numpy sums each beat's (time, leads) array; the zero padding adds exact zeros
+    fit_sum = np.multiply(seg, tpl, out=seg).sum(axis=0)
+    scale = np.clip(fit_sum / np.maximum(np.multiply(tpl, tpl, out=seg).sum(axis=0), 1e-12), 0.6, 1.6)
+    tpl *= scale[None]
     starts = beats[idx] - pre
     if np.all(starts[1:] >= starts[:-1] + num[:-1]):  # spans in order, none overlapping (sorted beats)
-        res[rows] -= delta
-    else:  # overlapping spans (unsorted beats): subtract in beat order, as one beat after another
-        np.subtract.at(res, rows, delta)
+        res[rows[inside]] -= tpl[inside]
+    else:  # overlapping spans (unsorted beats): subtract beat after beat
+        np.subtract.at(res, rows.T[inside.T], tpl.transpose(1, 0, 2)[inside.T])
     return res
 
 
-def _padded_windows(f: np.ndarray, starts: np.ndarray, width: int) -> np.ndarray:
-    """``_windows`` from ``starts`` where the last windows run past the end (those samples read as 0)."""
-    padded = np.concatenate([f, np.zeros((width, f.shape[1]), f.dtype)])
-    return _windows(padded, starts, 0, width)
+def _lead_sum(per_lead: np.ndarray) -> np.ndarray:
+    """``per_lead.T.sum(axis=1)`` for a (leads, n) array, rounded as numpy sums each contiguous row of the (n, leads) array."""
+    if per_lead.shape[0] >= 8:  # numpy sums 8 or more in pairs: let it
+        return np.ascontiguousarray(per_lead.T).sum(axis=1)
+    total = per_lead[0].copy()
+    for row in per_lead[1:]:  # under 8 terms numpy adds them one by one
+        total += row
+    return total
 
 
 def sliding_corr(res: np.ndarray, tpl: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Multi-lead normalised correlation and scale of ``tpl`` at each centre sample of ``res``."""
+    """Multi-lead normalised correlation and scale of ``tpl`` at each centre sample of ``res``.
+
+    Computed lead-major ((leads, n) arrays: each lead contiguous), in the
+    operations and order of the (n, leads) formulation it replaces.
+    """
     n, m = res.shape[0], tpl.shape[0]
-    per_lead = fftconvolve(np.ascontiguousarray(res.T), tpl[::-1].T, mode="same", axes=-1)  # all leads in one call: the same transforms
+    res_t = np.ascontiguousarray(res.T)
     num = np.zeros(n)
-    for row in per_lead:  # summed lead by lead, in order: the sum rounds as it always did
-        num += row
-    csum = np.cumsum(np.vstack([np.zeros((1, res.shape[1])), res]), axis=0)
-    csq = np.cumsum(np.vstack([np.zeros((1, res.shape[1])), res * res]), axis=0)
+    for row in fftconvolve(res_t, tpl[::-1].T, mode="same", axes=-1):  # the leads' transforms in one call
+        num += row  # summed lead by lead, in order, as a sum over the leads always was
+    lo = np.clip(np.arange(n) - m // 2, 0, n - m)
+    # in place where it saves a pass or an allocation: the same operations on the same values
+    csum = np.hstack([np.zeros((res_t.shape[0], 1)), res_t])
+    csq = np.square(csum)
+    np.cumsum(csum, axis=1, out=csum)
+    np.cumsum(csq, axis=1, out=csq)
     if n >= m:  # each full window once; the edge samples reuse the first and last
-        s1, s2 = csum[m:] - csum[:-m], csq[m:] - csq[:-m]
-        var_full = np.maximum((s2 - s1 * s1 / m).sum(axis=1), 1e-12)
-        var = var_full[np.clip(np.arange(n) - m // 2, 0, n - m)]
+        s1, s2 = csum[:, m:] - csum[:, :-m], csq[:, m:] - csq[:, :-m]
     else:
-        lo = np.clip(np.arange(n) - m // 2, 0, n - m)
-        s1, s2 = csum[lo + m] - csum[lo], csq[lo + m] - csq[lo]
-        var = np.maximum((s2 - s1 * s1 / m).sum(axis=1), 1e-12)
+        s1, s2 = csum[:, lo + m] - csum[:, lo], csq[:, lo + m] - csq[:, lo]
+    np.multiply(s1, s1, out=s1)
+    s1 /= m
+    s2 -= s1
+    var = np.maximum(_lead_sum(s2), 1e-12)
+    if n >= m:
+        var = var[lo]
     energy = float((tpl * tpl).sum())
-    return num / np.sqrt(var * energy), num / energy
+    var *= energy
+    np.sqrt(var, out=var)
+    return num / var, num / energy
 
 
 def pick_peaks(corr: np.ndarray, scale: np.ndarray, allowed: np.ndarray, t_zone: np.ndarray, fs_hz: float, p: dict[str, Any]) -> np.ndarray:

@@ -185,7 +185,7 @@ def _keep_blocked(p_samples: np.ndarray, corr: np.ndarray, conducted: np.ndarray
 
 def _chunk_p(x: np.ndarray, beats: np.ndarray, classes: np.ndarray, fs_hz: float, p: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
     """``(P peaks, their correlation, aligned R peaks, chunk status)`` of one chunk (samples local to the chunk)."""
-    f = _bandpass(np.asarray(x, dtype=np.float64), fs_hz, p["band_hz"])
+    f = np.ascontiguousarray(_bandpass(np.asarray(x, dtype=np.float64), fs_hz, p["band_hz"]))  # sample-major: beat windows gather whole rows
     is_n = classes == "N"
     good = _regular_normals(beats, classes)
     beats = align_beats(f, beats, good, is_n, fs_hz, p)
