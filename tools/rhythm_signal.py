@@ -14,7 +14,7 @@ it is left out (``undecided``) rather than a guess:
   (:func:`wave_candidate_spans`).
 - Atrial flutter spans (:func:`ecgtrace.tools._rhythm_flutter.flutter_spans`), outside
   artifact and VF/VFL spans, with their atrial rate: ``afl`` events; the P-wave kinds
-  are not called inside them (flutter waves are not P waves; ``undecided`` says so).
+  are not called where an event overlaps them (flutter waves are not P waves; ``undecided`` says so).
 """
 
 from __future__ import annotations
@@ -26,13 +26,12 @@ from typing import Any
 import numpy as np
 
 from ecgtrace.tools._rhythm_flutter import FLUTTER_VERSION, flutter_spans
+from ecgtrace.tools._rhythm_spans import P_WAVE_KINDS  # kinds that need P waves: left out (with the reason) where none are visible
 from ecgtrace.tools._rhythm_waves import WAVES_VERSION, ventricular_wave_spans
 from ecgtrace.tools.holter_p import detect_p_waves
 from ecgtrace.tools.records import RecordInfo, open_record
 
 SIGNAL_INPUTS_VERSION = "2"
-#: Kinds that need P waves: left out (with the reason) where none are visible.
-P_WAVE_KINDS: tuple[str, ...] = ("avb2_mobitz1", "avb2_mobitz2", "avb_2to1", "avb3", "blocked_pac", "junctional_rhythm", "junctional_escape")
 
 
 def wave_candidate_spans(beat_samples: np.ndarray, fs_hz: float, artifact_spans: Sequence[tuple[int, int]], n_samples: int, *,
