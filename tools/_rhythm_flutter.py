@@ -47,9 +47,12 @@ so the synthetic figures are TUNED; windows from its ``.atr`` beats):
 - ``min_amplitude_mv`` 0.05: does not bind there (every analysed window is
   above 0.09 mV); it keeps flat residuals out.
 
-With detected beats (jittered fiducials, weaker QRS-T cancellation) the 4:1
-episode's windows fall to share 0.33-0.89 and acf 0.23-0.83, and only 48 s of
-its 312 s are found. MIT-BIH 203 (DS1) has the only flutter notes in
+From raw detected beats (R jitter SD 12-20 ms: weaker QRS-T cancellation) the
+4:1 episode's windows fall to share 0.33-0.89 and acf 0.23-0.83 and only 48 s of
+its 312 s are found; :func:`ecgtrace.tools.rhythm_signal.signal_event_inputs`
+therefore passes the P detector's R fiducials aligned on the median QRS
+(``PWaves.r_fiducial``), from which the windows match the reference beats' and
+the whole episode is found. MIT-BIH 203 (DS1) has the only flutter notes in
 ``../shared/data`` (coarse flutter with variable conduction and ectopy): it is
 not found by version 1; no untuned record with flutter is present, and no
 MIT-BIH or CPSC 2021 record gets a flutter span (from reference or detected beats).

@@ -86,3 +86,16 @@ def test_signal_inputs_give_afl_events_and_no_p_wave_kinds_inside(record):
     for e in events:
         if e["kind"] in p_kinds:
             assert not any(e["onset_sample"] <= f["offset_sample"] and e["offset_sample"] >= f["onset_sample"] for f in afl), e
+
+
+def test_signal_inputs_find_flutter_from_beats_jittered_like_a_detector(record):
+    """R peaks jittered by up to +-7 samples (28 ms at 250 Hz: the detector's spread on this record) spoil QRS-T
+    cancellation; signal_event_inputs hands the flutter detector the P detector's aligned R fiducials instead."""
+    result, ann, info = record
+    jittered = ann.beat_samples + np.random.default_rng(0).integers(-7, 8, ann.beat_samples.size)
+    spans = [s for s in signal_event_inputs(info, jittered, ann.beat_classes)["kwargs"]["rhythm_spans"] if s["kind"] == "afl"]
+    scheduled = [e for e in result.schedule["events"] if e["kind"] == "afl"]
+    assert len(spans) == len(scheduled)
+    for ref, det in zip(scheduled, spans):
+        assert abs(det["onset_sample"] / info.fs_hz - ref["onset_ms"] / 1000.0) <= BOUND_TOL_S
+        assert abs(det["offset_sample"] / info.fs_hz - ref["offset_ms"] / 1000.0) <= BOUND_TOL_S
