@@ -116,13 +116,17 @@ def cancel_qrst(x: np.ndarray, beats: np.ndarray, template: np.ndarray, pre: int
     a, stop = a[ok], stop[ok]
     if a.size == 0:
         return x.copy()
-    mask = np.arange(length)[None, :] < stop[:, None]  # (beats, length)
-    idx = np.minimum(a[:, None] + np.arange(length)[None, :], n - 1)
-    seg = x[idx] * mask[:, :, None]
-    t = template[None, :, :] * mask[:, :, None]
-    scale = (seg * t).sum(axis=1) / np.maximum((t * t).sum(axis=1), 1e-12)  # (beats, leads)
+    # the samples each beat's fit covers, flat: (covered samples,) beat index and template row; the spans never overlap
+    first = np.cumsum(stop) - stop  # where each beat's samples start in the flat arrays
+    beat_id = np.repeat(np.arange(a.size), stop)
+    row = np.arange(beat_id.size) - first[beat_id]
+    flat = a[beat_id] + row
+    t = template[row]  # (covered, leads)
+    xt = np.add.reduceat(x[flat] * t, first, axis=0)  # (beats, leads): <beat, template> over each fitted length
+    tt = np.cumsum(template * template, axis=0)[stop - 1]  # (beats, leads): the template's energy over each fitted length
+    scale = xt / np.maximum(tt, 1e-12)
     out = x.copy()
-    out[idx[mask]] -= (t * scale[:, None, :])[mask]
+    out[flat] -= t * scale[beat_id]
     return out
 
 
