@@ -196,6 +196,10 @@ def _candidate(graph, info, table, labels, mapped, t0, t1, kept, limit, cache, o
     if isinstance(wf, str):
         drops[wf] += 1
         return None
+    doubt = next((b for b in graph.labels.measured_doubtful if b.holds(wf.features)), None) if mapped else None
+    if doubt is not None:  # the label sources' definitions disagree with the graph's here: the expert does not settle it
+        drops[f"label_ambiguous:{doubt.feature} in [{doubt.band[0]:g}, {doubt.band[1]:g}] (expert {'yes' if expert else 'no'}): {doubt.reason}"] += 1
+        return None
     try:
         path = evaluate(graph, wf.features, graphs)
     except MissingFeature as exc:
