@@ -13,6 +13,11 @@ untuned table is the honest one. Targets (untuned records, diagnoses with at
 least 10 expert positives): agreement >= 90% on positives and >= 95% on
 negatives. For each diagnosis the table also names the criterion where most
 disagreements left the expert's path, and why labelled windows were dropped.
+Every doubt rule of the label maps (``label_ambiguous:`` drops: a source's
+likelihood below 100, LUDB's rate or PR between two conventions' cut-offs, a
+measured value between two definitions' cut-offs, a positive beside ectopic
+beats) is then listed with the windows and records it dropped, so that no
+agreement is bought with unseen drops.
 
 Split (fixed): PTB-XL ecg_id 1-150 and LUDB 1-60 are **tuned** (the delineator
 and the feature rules were adjusted looking at them); PTB-XL 151-300, LUDB
@@ -21,6 +26,7 @@ training set) counts as tuned. Records of the untuned half that were later
 looked at one by one to find a bug (``INSPECTED``) count as tuned from then on.
 
     .venv/bin/python benchmarks/audit_items.py --limit 3          # quick look
+    nice -n 10 .venv/bin/python benchmarks/audit_items.py --diagnoses lafb lvh   # some graphs only
     nice -n 10 .venv/bin/python benchmarks/audit_items.py --json out.json
 """
 

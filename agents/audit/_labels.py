@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from ecgtrace.agents.audit._ludb_reference import ludb_reference_pr_ms, ludb_reference_rate_bpm
+from ecgtrace.agents.audit._ludb_reference import LUDB_PR_VERSION, ludb_reference_pr_ms, ludb_reference_rate_bpm
 from ecgtrace.rubrics.diagnosis_schema import DiagnosisGraph, LabelMap
 
 __all__ = ["RecordLabels", "ludb_reference_pr_ms", "ludb_reference_rate_bpm", "record_labels"]
@@ -302,7 +302,8 @@ def record_labels(record_path: str | Path, info: Any, ref: Any) -> RecordLabels:
         lines = _ludb_table(str(ludb_csv)).get(base.name)
         if lines is not None:
             fs_hz = float(info.fs_hz)
-            return RecordLabels(kind="ludb", method="ludb.csv", ludb_lines=lines, ludb_rate_bpm=ludb_reference_rate_bpm(base, fs_hz),
+            method = f"ludb.csv; rate and PR (v{LUDB_PR_VERSION}) from LUDB's wave marks"
+            return RecordLabels(kind="ludb", method=method, ludb_lines=lines, ludb_rate_bpm=ludb_reference_rate_bpm(base, fs_hz),
                                 ludb_pr_ms=ludb_reference_pr_ms(base, fs_hz), **common)
     dx = [c.split(":", 1)[1] for c in info.comments if c.strip().lower().startswith("dx:")]
     if dx:

@@ -56,7 +56,7 @@ from ecgtrace.rubrics.diagnosis_schema import DiagnosisGraph, load_diagnoses
 from ecgtrace.tools.record_source import record_info
 from ecgtrace.tools.records import RecordInfo, open_record, read_window
 
-BUILDER_VERSION = "5"
+BUILDER_VERSION = "6"
 METHOD = "ecgtrace.agents.audit_builder"
 KNOWN_DBS = ("mitdb", "ltafdb", "qtdb", "ludb", "ptbxl", "cinc2021_12lead", "vfdb", "cpsc2021", "svdb", "nsr2db")
 
