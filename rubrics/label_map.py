@@ -1,52 +1,23 @@
 """How the expert labels of each source map onto a diagnosis graph (the ``labels:`` block of its YAML).
 
 Split out of :mod:`ecgtrace.rubrics.diagnosis_schema`, which re-exports
-:class:`LabelMap`; the doubt rules (:class:`DoubtBand`, :class:`PositiveDoubt`,
-the LUDB bands) say where a source's statement does not settle the graph's own
+:class:`LabelMap`; the doubt rules (:class:`PositiveDoubt`, the LUDB bands) say where a source's statement does not settle the graph's own
 definition, so that the audit drops those windows with a reason instead of
 scoring them.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-from ecgtrace.rubrics.diagnosis_features import FEATURES
 
-__all__ = ["DoubtBand", "LabelMap", "PositiveDoubt"]
+__all__ = ["LabelMap", "PositiveDoubt"]
 
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
-
-
-class DoubtBand(_Strict):
-    """A band ``[low, high]`` of a measured feature where the expert label does not settle the graph (see :class:`LabelMap`)."""
-
-    feature: str = Field(min_length=1)
-    band: tuple[float, float]
-    reason: str = Field(min_length=10)
-
-    @field_validator("feature")
-    @classmethod
-    def _known(cls, value: str) -> str:
-        if value not in FEATURES:
-            raise ValueError(f"unknown feature {value!r} (known: {', '.join(sorted(FEATURES))})")
-        return value
-
-    @field_validator("band")
-    @classmethod
-    def _ordered(cls, value: tuple[float, float]) -> tuple[float, float]:
-        if not value[0] < value[1]:
-            raise ValueError(f"band must be [low, high] with low < high, got {list(value)}")
-        return value
-
-    def holds(self, features: dict[str, Any]) -> bool:
-        """True when the window's value of :attr:`feature` is measured and lies in the band (ends included)."""
-        value = features.get(self.feature)
-        return isinstance(value, (int, float)) and not isinstance(value, bool) and self.band[0] <= value <= self.band[1]
 
 
 class PositiveDoubt(_Strict):
@@ -87,10 +58,6 @@ class LabelMap(_Strict):
     QRS marks lies in this band is ambiguous either way.
     ``ludb_pr_doubtful_ms``: ``[low, high]``: the same for the PR interval by
     LUDB's own P and QRS onset marks (the cut-off widened by the marks' tolerance).
-    ``measured_doubtful``: bands of one of *our* features where the label sources'
-    definitions disagree with the graph's (e.g. a -45 degree against a -30 degree
-    axis cut-off): a labelled window measured inside is dropped either way, with
-    the band's reason, and the benchmark counts every such drop.
     ``positive_doubtful_with``: statements (PTB-XL codes, SNOMED codes, LUDB
     line beginnings) that, beside a positive statement of the same source, leave
     it ambiguous: the source describes the underlying rhythm ("sinus
@@ -115,7 +82,6 @@ class LabelMap(_Strict):
     scp_absent_ambiguous: str | None = None
     ludb_rate_doubtful_bpm: tuple[float, float] | None = None
     ludb_pr_doubtful_ms: tuple[float, float] | None = None
-    measured_doubtful: list[DoubtBand] = Field(default_factory=list)
     positive_doubtful_with: PositiveDoubt | None = None
 
     @field_validator("ludb_rate_doubtful_bpm", "ludb_pr_doubtful_ms")

@@ -56,7 +56,7 @@ from ecgtrace.rubrics.diagnosis_schema import DiagnosisGraph, load_diagnoses
 from ecgtrace.tools.record_source import record_info
 from ecgtrace.tools.records import RecordInfo, open_record, read_window
 
-BUILDER_VERSION = "6"
+BUILDER_VERSION = "5"
 METHOD = "ecgtrace.agents.audit_builder"
 KNOWN_DBS = ("mitdb", "ltafdb", "qtdb", "ludb", "ptbxl", "cinc2021_12lead", "vfdb", "cpsc2021", "svdb", "nsr2db")
 
@@ -195,10 +195,6 @@ def _candidate(graph, info, table, labels, mapped, t0, t1, kept, limit, cache, o
     wf = cache[key]
     if isinstance(wf, str):
         drops[wf] += 1
-        return None
-    doubt = next((b for b in graph.labels.measured_doubtful if b.holds(wf.features)), None) if mapped else None
-    if doubt is not None:  # the label sources' definitions disagree with the graph's here: the expert does not settle it
-        drops[f"label_ambiguous:{doubt.feature} in [{doubt.band[0]:g}, {doubt.band[1]:g}] (expert {'yes' if expert else 'no'}): {doubt.reason}"] += 1
         return None
     try:
         path = evaluate(graph, wf.features, graphs)
