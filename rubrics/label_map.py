@@ -1,7 +1,7 @@
 """How the expert labels of each source map onto a diagnosis graph (the ``labels:`` block of its YAML).
 
 Split out of :mod:`ecgtrace.rubrics.diagnosis_schema`, which re-exports
-:class:`LabelMap`; the doubt rules (:class:`PositiveDoubt`, the LUDB bands) say where a source's statement does not settle the graph's own
+:class:`LabelMap`; the doubt rules (:class:`StatementDoubt`, the LUDB bands) say where a source's statement does not settle the graph's own
 definition, so that the audit drops those windows with a reason instead of
 scoring them.
 """
@@ -13,15 +13,15 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 
-__all__ = ["LabelMap", "PositiveDoubt"]
+__all__ = ["LabelMap", "StatementDoubt"]
 
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class PositiveDoubt(_Strict):
-    """Statements that, beside a positive one, leave it unsettled by the graph's definition (see :class:`LabelMap`)."""
+class StatementDoubt(_Strict):
+    """Statements beside which a source's positive (or its absence) does not settle the graph's definition (see :class:`LabelMap`)."""
 
     reason: str = Field(min_length=10)
     scp: list[str] = Field(default_factory=list)
@@ -63,6 +63,10 @@ class LabelMap(_Strict):
     it ambiguous: the source describes the underlying rhythm ("sinus
     bradycardia" with premature beats or sinus arrhythmia), the graph the whole
     window (regular RR). Negatives are not touched.
+    ``absent_doubtful_with``: the same for negatives: beside these statements
+    the source's convention does not apply the graph's criteria (LVH voltage
+    criteria with LBBB, ventricular pacing or LAFB), so the diagnosis' absence
+    is no negative. Positives are not touched.
     """
 
     beat_symbols: list[str] = Field(default_factory=list)
@@ -82,7 +86,8 @@ class LabelMap(_Strict):
     scp_absent_ambiguous: str | None = None
     ludb_rate_doubtful_bpm: tuple[float, float] | None = None
     ludb_pr_doubtful_ms: tuple[float, float] | None = None
-    positive_doubtful_with: PositiveDoubt | None = None
+    positive_doubtful_with: StatementDoubt | None = None
+    absent_doubtful_with: StatementDoubt | None = None
 
     @field_validator("ludb_rate_doubtful_bpm", "ludb_pr_doubtful_ms")
     @classmethod

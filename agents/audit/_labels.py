@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from ecgtrace.agents.audit._ludb_reference import LUDB_PR_VERSION, ludb_reference_pr_ms, ludb_reference_rate_bpm
-from ecgtrace.rubrics.diagnosis_schema import DiagnosisGraph, LabelMap
+from ecgtrace.rubrics.diagnosis_schema import DiagnosisGraph, LabelMap, StatementDoubt
 
 __all__ = ["RecordLabels", "ludb_reference_pr_ms", "ludb_reference_rate_bpm", "record_labels"]
 
@@ -134,10 +134,9 @@ class RecordLabels:
             return self._ludb_reason(lm)
         if self.kind == "cinc":
             if self.snomed & set(lm.snomed):
-                doubt = self._positive_doubt(lm)
-                return (None, doubt) if doubt else (True, "")
+                return self._settled(lm, True, "")
             related = sorted(self.snomed & set(lm.snomed_ambiguous))
-            return (None, f"snomed {related[0]} (related statement)") if related else (False, "")
+            return (None, f"snomed {related[0]} (related statement)") if related else self._settled(lm, False, "")
         votes = []
         if lm.beat_symbols and self.ref is not None:
             votes.append(self._beat_vote(lm, t0_s, t1_s))
@@ -151,7 +150,7 @@ class RecordLabels:
         return label, "window straddles a labelled event" if label is None else ""
 
     def _ptbxl_reason(self, lm: LabelMap) -> tuple[bool | None, str]:
-        """PTB-XL: SCP codes (likelihoods) and heart_axis vote; a positive beside a ``positive_doubtful_with`` code is ambiguous."""
+        """PTB-XL: SCP codes (likelihoods) and heart_axis vote; then the co-statement rules."""
         votes: list[bool | None] = []
         why = ""
         if lm.scp:
@@ -175,9 +174,7 @@ class RecordLabels:
             else:
                 votes.append(self.axis in lm.ptbxl_axis)
         label = _combine(votes)
-        if label is True and (doubt := self._positive_doubt(lm)):
-            return None, doubt
-        return label, (why or "ptbxl labels disagree") if label is None else ""
+        return self._settled(lm, label, (why or "ptbxl labels disagree") if label is None else "")
 
     def _ludb_reason(self, lm: LabelMap) -> tuple[bool | None, str]:
         """LUDB: the statement, unless LUDB's own rate or PR marks put the record between the two conventions' cut-offs."""
@@ -190,14 +187,12 @@ class RecordLabels:
             return None, (f"ludb pr tolerance (statement {stated}): {self.ludb_pr_ms:.0f} ms by LUDB's P/QRS onset marks lies in "
                           f"{band[0]:g}-{band[1]:g} ms (the cut-off +- the marks' tolerance)")
         if any(_ludb_match(self.ludb_lines, p) for p in lm.ludb):
-            doubt = self._positive_doubt(lm)
-            return (None, doubt) if doubt else (True, "")
+            return self._settled(lm, True, "")
         related = [p for p in lm.ludb_ambiguous if _ludb_match(self.ludb_lines, p)]
-        return (None, f"ludb {related[0]!r} (related statement)") if related else (False, "")
+        return (None, f"ludb {related[0]!r} (related statement)") if related else self._settled(lm, False, "")
 
-    def _positive_doubt(self, lm: LabelMap) -> str:
-        """Why a positive statement of this record does not settle the graph (``positive_doubtful_with``), or ''."""
-        rule = lm.positive_doubtful_with
+    def _co_statement_doubt(self, rule: StatementDoubt | None, side: str) -> str:
+        """Why this record's label on ``side`` ('positive' or 'absent') does not settle the graph beside one of ``rule``'s statements, or ''."""
         if rule is None:
             return ""
         if self.kind == "ptbxl":
@@ -206,7 +201,15 @@ class RecordLabels:
             found = sorted(self.snomed & set(rule.snomed))
         else:
             found = [p for p in rule.ludb if _ludb_match(self.ludb_lines, p)]
-        return f"positive beside {self.kind} {found[0]}: {rule.reason}" if found else ""
+        return f"{side} beside {self.kind} {found[0]}: {rule.reason}" if found else ""
+
+    def _settled(self, lm: LabelMap, label: bool | None, why: str) -> tuple[bool | None, str]:
+        """``(label, why)`` after the co-statement rules: a positive or a negative beside a doubting statement becomes None."""
+        if label is True and (doubt := self._co_statement_doubt(lm.positive_doubtful_with, "positive")):
+            return None, doubt
+        if label is False and (doubt := self._co_statement_doubt(lm.absent_doubtful_with, "absent")):
+            return None, doubt
+        return label, why
 
     def _beat_vote(self, lm: LabelMap, t0_s: float, t1_s: float) -> bool | None:
         samples = self.ref.beat_samples

@@ -91,3 +91,18 @@ def test_a_ludb_pr_band_must_be_ordered() -> None:
     assert LabelMap(ludb_pr_doubtful_ms=(188, 212)).ludb_pr_doubtful_ms == (188, 212)
     with pytest.raises(ValidationError, match="ludb_pr_doubtful_ms"):
         LabelMap(ludb_pr_doubtful_ms=(212, 188))
+
+
+def test_lvh_left_out_beside_lbbb_pacing_or_lafb_is_no_negative(graphs) -> None:
+    lvh = graphs["lvh"]
+    ptbxl = {"kind": "ptbxl", "method": "test", "fs_hz": 100.0, "n_samples": 1000}
+    for code in ("CLBBB", "PACE", "LAFB"):
+        label, why = RecordLabels(scp_positive={"SR", code}, **ptbxl).label_reason(lvh, 0.0, 10.0)
+        assert label is None and why.startswith(f"absent beside ptbxl {code}:"), code
+    assert RecordLabels(scp_positive={"SR", "CRBBB"}, **ptbxl).label(lvh, 0.0, 10.0) is False
+    assert RecordLabels(scp_positive={"LVH", "CLBBB"}, **ptbxl).label(lvh, 0.0, 10.0) is True  # a positive beside them stands
+    cinc = {"kind": "cinc", "method": "test", "fs_hz": 500.0, "n_samples": 5000}
+    assert RecordLabels(snomed={"426783006", "10370003"}, **cinc).label(lvh, 0.0, 10.0) is None
+    ludb = {"kind": "ludb", "method": "test", "fs_hz": 500.0, "n_samples": 5000}
+    assert RecordLabels(ludb_lines=["Sinus rhythm", "Unipolar ventricular pacing"], **ludb).label(lvh, 0.0, 10.0) is None
+    assert RecordLabels(ludb_lines=["Sinus rhythm"], **ludb).label(lvh, 0.0, 10.0) is False
