@@ -1,9 +1,9 @@
 """How the expert labels of each source map onto a diagnosis graph (the ``labels:`` block of its YAML).
 
 Split out of :mod:`ecgtrace.rubrics.diagnosis_schema`, which re-exports
-:class:`LabelMap`; the doubt rules (:class:`StatementDoubt`, the LUDB bands) say where a source's statement does not settle the graph's own
-definition, so that the audit drops those windows with a reason instead of
-scoring them.
+:class:`LabelMap`; the doubt rules (:class:`StatementDoubt`, the LUDB bands)
+say where a source's statement does not settle the graph's own definition, so
+that the audit drops those windows with a reason instead of scoring them.
 """
 
 from __future__ import annotations
@@ -12,15 +12,16 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
+__all__ = ["LabelMap", "StatementDoubt", "StrictModel"]
 
-__all__ = ["LabelMap", "StatementDoubt"]
 
+class StrictModel(BaseModel):
+    """A YAML model that refuses unknown keys (a misspelt key is an error, never silently ignored)."""
 
-class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class StatementDoubt(_Strict):
+class StatementDoubt(StrictModel):
     """Statements beside which a source's positive (or its absence) does not settle the graph's definition (see :class:`LabelMap`)."""
 
     reason: str = Field(min_length=10)
@@ -29,7 +30,7 @@ class StatementDoubt(_Strict):
     ludb: list[str] = Field(default_factory=list)
 
 
-class LabelMap(_Strict):
+class LabelMap(StrictModel):
     """How expert labels of each source map to this diagnosis (any source may be omitted).
 
     beat_symbols/min_beats: MIT-BIH style beat symbols (positive when the window
