@@ -28,24 +28,24 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
 from ecgtrace.errors import RubricError
 from ecgtrace.rubrics._graph_checks import DECISIONS, DIAGNOSE, RULE_OUT, check_references, reachability_problems
 from ecgtrace.rubrics.diagnosis_features import DECISION_FEATURE, FEATURES, WAVE_TARGETS, FeatureSpec, unit_factor
+from ecgtrace.rubrics.label_map import LabelMap, StatementDoubt, StrictModel
 from ecgtrace.rubrics.loading import builtin_dir, load_model, read_yaml, rubric_error
 
 __all__ = [
     "DECISIONS", "DECISION_FEATURE", "DIAGNOSE", "FEATURES", "OPS", "RULE_OUT", "WAVE_TARGETS", "Criterion", "DiagnosisGraph", "FeatureSpec", "GroundingRule",
-    "LabelMap", "Requires", "distractor_wordings", "graph_problems", "load_diagnoses", "load_diagnosis", "unit_factor", "validate_diagnosis_file",
+    "LabelMap", "Requires", "StatementDoubt", "distractor_wordings", "graph_problems", "load_diagnoses", "load_diagnosis", "unit_factor", "validate_diagnosis_file",
 ]
 
 #: Decision targets a branch may name besides a criterion id (DIAGNOSE, RULE_OUT, DECISIONS from _graph_checks).
 OPS = (">", ">=", "<", "<=", "==", "!=")
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+_Strict = StrictModel
 
 
 class GroundingRule(_Strict):
@@ -109,60 +109,6 @@ class Criterion(_Strict):
 class Requires(_Strict):
     min_leads: int = Field(default=1, ge=1)
     leads: list[str] = Field(default_factory=list)
-
-
-class LabelMap(_Strict):
-    """How expert labels of each source map to this diagnosis (any source may be omitted).
-
-    beat_symbols/min_beats: MIT-BIH style beat symbols (positive when the window
-    holds at least ``min_beats`` such beats, or ``min_beat_pct`` % of its beats).
-    rhythms: aux rhythm labels; ``rhythm_mode: cover`` is positive when they
-    cover >= 80 % of the window, ``contain`` when a whole interval lies inside it
-    (short runs such as VT), ``any`` for either; no overlap is negative,
-    anything else ambiguous.
-    synthetic: schedule event kinds of the synthetic generator.
-    scp: PTB-XL SCP codes (likelihood 100 for diagnostic statements, any
-    mention for rhythm/form statements; human-validated records only; a
-    diagnostic code with a lower likelihood makes the label ambiguous).
-    ptbxl_axis: values of PTB-XL's heart_axis column. snomed: CinC #Dx
-    codes. ludb: beginnings of LUDB diagnosis lines or of their parts
-    (case-insensitive). ``*_ambiguous``: codes or LUDB lines that speak of the
-    diagnosis without settling it (a region-free ischemia statement for a
-    regional graph): a record with one of them and no positive code is
-    ambiguous, its windows dropped with that reason.
-    ``ptbxl_axis_ambiguous``: heart_axis values that do not settle the
-    graph's threshold (its windows dropped with that reason).
-    ``scp_absent_ambiguous``: when set (the reason, as text), a PTB-XL record
-    without any of the ``scp`` codes is ambiguous rather than negative (a code
-    the database gives only beyond the graph's own threshold).
-    ``ludb_rate_doubtful_bpm``: ``[low, high]``: LUDB's rate statements use
-    cut-offs other than the graph's; a LUDB record whose rate by LUDB's own
-    QRS marks lies in this band is ambiguous either way.
-    """
-
-    beat_symbols: list[str] = Field(default_factory=list)
-    min_beats: int = Field(default=1, ge=1)
-    min_beat_pct: float | None = Field(default=None, gt=0, le=100)
-    rhythms: list[str] = Field(default_factory=list)
-    rhythm_mode: Literal["cover", "contain", "any"] = "cover"
-    synthetic: list[str] = Field(default_factory=list)
-    scp: list[str] = Field(default_factory=list)
-    ptbxl_axis: list[str] = Field(default_factory=list)
-    snomed: list[str] = Field(default_factory=list)
-    ludb: list[str] = Field(default_factory=list)
-    scp_ambiguous: list[str] = Field(default_factory=list)
-    snomed_ambiguous: list[str] = Field(default_factory=list)
-    ludb_ambiguous: list[str] = Field(default_factory=list)
-    ptbxl_axis_ambiguous: list[str] = Field(default_factory=list)
-    scp_absent_ambiguous: str | None = None
-    ludb_rate_doubtful_bpm: tuple[float, float] | None = None
-
-    @field_validator("ludb_rate_doubtful_bpm")
-    @classmethod
-    def _band_ordered(cls, value: tuple[float, float] | None) -> tuple[float, float] | None:
-        if value is not None and not 0 < value[0] < value[1]:
-            raise ValueError(f"ludb_rate_doubtful_bpm must be [low, high] with 0 < low < high, got {list(value)}")
-        return value
 
 
 class DiagnosisGraph(_Strict):

@@ -25,8 +25,11 @@ optionally, P peaks already known to be non-conducted premature atrial beats
   beats, each in a window of 4 beats that holds at least ``avb3_p_ratio`` P waves
   per beat and whose P-to-R distances spread over more than ``avb3_pr_range_ms``
   (no fixed PR: the atria and ventricles beat independently), with P waves at a
-  regular rate of at most ``avb3_max_atrial_bpm`` (80 % of P-P within 15 % of one
-  or two median cycles; flutter waves are not dissociated sinus P). Second-degree drops
+  regular rate of at most ``avb3_max_atrial_bpm`` (``avb3_min_regular_share`` 80 % of
+  P-P within ``avb3_cycle_tol`` 15 % of one or two median cycles; flutter waves are not
+  dissociated sinus P), a regular ventricular (escape) rhythm (80 % of RR within 15 % of
+  the median) and atria faster than the ventricles (median P-P under 85 % of the median
+  RR: a wave locked 1:1 to the QRS is not AV dissociation). Second-degree drops
   inside it are not reported again.
 """
 
@@ -50,6 +53,8 @@ DEFAULT_CONDUCTION_PARAMS: dict[str, Any] = {
     "avb3_pr_range_ms": 150.0,
     "two_to_one_pr_range_ms": 40.0,
     "avb3_max_atrial_bpm": 150.0,
+    "avb3_cycle_tol": 0.15,
+    "avb3_min_regular_share": 0.8,
 }
 
 
@@ -103,7 +108,8 @@ def conduction_events(beats: np.ndarray, p_peaks: np.ndarray, fs_hz: float, *, b
         drops.append((i, _drop_type(pr_ms, i, p)))
     _second_degree_episodes(drops, out, p)
     # every third-degree episode (dissociation found by P counts, or near 2:1 by a drifting PR) needs sinus-like atria
-    out["events"] = [e for e in _merge_avb3(out["events"]) if e[0] != "avb3" or _sinus_like_atria(p_peaks, int(beats[e[1]]), int(beats[e[2]]), fs_hz, p)]
+    # and a dissociation the two rhythms show: atria faster than a regular escape rhythm
+    out["events"] = [e for e in _merge_avb3(out["events"]) if e[0] != "avb3" or _complete_block_rhythms(p_peaks, beats[e[1] : e[2] + 1], fs_hz, p)]
     return out
 
 
@@ -192,12 +198,31 @@ def _third_degree(beats: np.ndarray, p_peaks: np.ndarray, pr_ms: np.ndarray, fs_
     return [(a, b) for a, b in runs if b - a + 1 >= p["avb3_min_beats"]]
 
 
-def _sinus_like_atria(p_peaks: np.ndarray, start: int, stop: int, fs_hz: float, p: dict[str, Any]) -> bool:
-    """Dissociated atria beat regularly, at most ``avb3_max_atrial_bpm``: flutter waves or noise taken for P waves do not."""
-    pp = np.diff(p_peaks[(p_peaks >= start) & (p_peaks <= stop)]) / fs_hz
-    if pp.size < 3:
-        return False
-    med = float(np.median(pp))
-    cycles = pp / med
-    regular = np.mean(np.abs(cycles - np.round(cycles).clip(1, None)) <= 0.15) >= 0.8  # a P hidden in a QRS spans two cycles
-    return bool(regular and 60.0 / med <= p["avb3_max_atrial_bpm"])
+def _regular_cycle(intervals_s: np.ndarray, p: dict[str, Any]) -> float | None:
+    """Median cycle (s) of ``intervals_s`` when ``avb3_min_regular_share`` of them lie within ``avb3_cycle_tol`` of one or
+    a whole number of median cycles (a P hidden in a QRS spans two), else None."""
+    if intervals_s.size < 3:
+        return None
+    med = float(np.median(intervals_s))
+    cycles = intervals_s / med
+    on_grid = np.abs(cycles - np.round(cycles).clip(1, None)) <= p["avb3_cycle_tol"]
+    return med if np.mean(on_grid) >= p["avb3_min_regular_share"] else None
+
+
+def _complete_block_rhythms(p_peaks: np.ndarray, beats: np.ndarray, fs_hz: float, p: dict[str, Any]) -> bool:
+    """The two rhythms of complete AV block in ``beats`` (R samples of the episode):
+
+    - atria regular at most ``avb3_max_atrial_bpm`` (flutter waves or noise taken for P waves are not);
+    - ventricles regular (an escape rhythm: RR within ``avb3_cycle_tol`` of its median; a drop run broken by a PVC is not);
+    - atria faster than the ventricles by more than ``avb3_cycle_tol``: a wave locked 1:1 to the QRS (a retrograde P,
+      a flutter wave, a T-wave notch taken for a P) has the ventricular rate and is no dissociated sinus P.
+
+    ``avb3_cycle_tol`` and ``avb3_min_regular_share`` (15 %, 80 %) are the regularity tolerances the atrial test used
+    before the ventricular tests were added, not fitted to a record.
+    """
+    start, stop = int(beats[0]), int(beats[-1])
+    pp_s = _regular_cycle(np.diff(p_peaks[(p_peaks >= start) & (p_peaks <= stop)]) / fs_hz, p)
+    rr = np.diff(beats) / fs_hz
+    med_rr = float(np.median(rr)) if rr.size else 0.0
+    regular_rr = rr.size >= 3 and np.mean(np.abs(rr / med_rr - 1.0) <= p["avb3_cycle_tol"]) >= p["avb3_min_regular_share"]
+    return bool(pp_s is not None and 60.0 / pp_s <= p["avb3_max_atrial_bpm"] and regular_rr and pp_s < (1.0 - p["avb3_cycle_tol"]) * med_rr)

@@ -22,16 +22,40 @@ usable lead, outside artifact and VF/VFL spans:
 3. Ventricular response: every RR of the window is within ``multiple_tol`` of a
    whole number (1-``max_ratio``) of flutter cycles ``1/f0`` (AF's irregular RR is not).
 
-A window is flutter when the best lead's comb share is at least
-``min_comb_share``, its residual amplitude (2.8 SD) is at least
-``min_amplitude_mv``, and the response is regularly multiple. Runs of
-flutter windows (gaps of ``max_gap_windows`` bridged) lasting at least ``min_s`` are
-episodes, each with its median atrial rate (60 ``f0``/min). ``min_comb_share``
-was set on the synthetic holtercare record (4 h, seed 1: flutter windows 0.89-0.94;
-AT, sinus tachycardia and first-degree block up to 0.68; AF up to 0.92 but with
-irregular RR), so the synthetic figures are tuned. MIT-BIH 203 (DS1) has the only
-flutter notes in ``../shared/data`` (coarse flutter with variable conduction and
-ectopy): it is not found by version 1; no untuned record with flutter is present.
+A window is flutter when its best lead passes all four tests: comb share at
+least ``min_comb_share``, autocorrelation at one flutter cycle at least ``min_acf``
+(:func:`window_features`), residual amplitude (2.8 SD) at least
+``min_amplitude_mv``, and a regularly multiple response. Runs of flutter windows
+(gaps of ``max_gap_windows`` bridged) lasting at least ``min_s`` are episodes,
+each with its median atrial rate (60 ``f0``/min).
+
+What each threshold was set on (all on the synthetic holtercare record, seed 1,
+so the synthetic figures are TUNED; windows from its ``.atr`` beats):
+
+- ``min_acf`` 0.38 (the test that separates): the 24 h record's 4:1 episode
+  (66/min response, noisier residual) has windows at 0.40-0.58 (5th percentile
+  0.40), the 2:1 episode 0.78 and more; sinus tachycardia and bradycardia reach
+  0.40, sinus rhythm 0.88 in a rare window (0.1 % of sinus windows pass both
+  spectral tests; the run length ``min_s`` removes them).
+- ``min_comb_share`` 0.5: a floor, no longer the separating test. It was 0.8 on
+  the 4 h record (flutter windows 0.89-0.94, AT, sinus tachycardia and
+  first-degree block up to 0.68) and was lowered with the autocorrelation test
+  because the 4:1 episode's windows lie at 0.52-0.65; sinus tachycardia reaches
+  0.58 and AF 0.91, so the share alone passes them.
+- ``multiple_tol`` 0.2 cycle, ``max_ratio`` 6: from the definition (fixed or
+  regularly varying conduction); no AF window of the record has a regularly multiple RR.
+- ``min_amplitude_mv`` 0.05: does not bind there (every analysed window is
+  above 0.09 mV); it keeps flat residuals out.
+
+From raw detected beats (R jitter SD 12-20 ms: weaker QRS-T cancellation) the
+4:1 episode's windows fall to share 0.33-0.89 and acf 0.23-0.83 and only 48 s of
+its 312 s are found; :func:`ecgtrace.tools.rhythm_signal.signal_event_inputs`
+therefore passes the P detector's R fiducials aligned on the median QRS
+(``PWaves.r_fiducial``), from which the windows match the reference beats' and
+the whole episode is found. MIT-BIH 203 (DS1) has the only flutter notes in
+``../shared/data`` (coarse flutter with variable conduction and ectopy): it is
+not found by version 1; no untuned record with flutter is present, and no
+MIT-BIH or CPSC 2021 record gets a flutter span (from reference or detected beats).
 """
 
 from __future__ import annotations
@@ -92,13 +116,17 @@ def cancel_qrst(x: np.ndarray, beats: np.ndarray, template: np.ndarray, pre: int
     a, stop = a[ok], stop[ok]
     if a.size == 0:
         return x.copy()
-    mask = np.arange(length)[None, :] < stop[:, None]  # (beats, length)
-    idx = np.minimum(a[:, None] + np.arange(length)[None, :], n - 1)
-    seg = x[idx] * mask[:, :, None]
-    t = template[None, :, :] * mask[:, :, None]
-    scale = (seg * t).sum(axis=1) / np.maximum((t * t).sum(axis=1), 1e-12)  # (beats, leads)
+    # the samples each beat's fit covers, flat: (covered samples,) beat index and template row; the spans never overlap
+    first = np.cumsum(stop) - stop  # where each beat's samples start in the flat arrays
+    beat_id = np.repeat(np.arange(a.size), stop)
+    row = np.arange(beat_id.size) - first[beat_id]
+    flat = a[beat_id] + row
+    t = template[row]  # (covered, leads)
+    xt = np.add.reduceat(x[flat] * t, first, axis=0)  # (beats, leads): <beat, template> over each fitted length
+    tt = np.cumsum(template * template, axis=0)[stop - 1]  # (beats, leads): the template's energy over each fitted length
+    scale = xt / np.maximum(tt, 1e-12)
     out = x.copy()
-    out[idx[mask]] -= (t * scale[:, None, :])[mask]
+    out[flat] -= t * scale[beat_id]
     return out
 
 

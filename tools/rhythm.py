@@ -31,7 +31,9 @@ Conventions (the synthetic schedule is the arbiter):
   stream with its classes when ``af`` is not given).
 - ``noise``: each artifact span (no beats).
 - S-beat events inside AF are suppressed (premature atrial beats are not
-  defined in AF).
+  defined in AF); P-wave events (AV block, non-conducted PAC, junctional) that
+  overlap AF or a given AFL/VFL/VF span anywhere are dropped
+  (:mod:`ecgtrace.tools._rhythm_spans`).
 
 Times: ``onset_ms``/``offset_ms`` are the R peaks of the first and last beat of
 the event, in ms from the record start.
@@ -47,9 +49,10 @@ import numpy as np
 from ecgtrace.contracts.vocabulary import EVENT_KINDS, NOTE_ALIASES, RHYTHM_NOTES
 from ecgtrace.tools._rhythm_conduction import DEFAULT_CONDUCTION_PARAMS, conduction_events
 from ecgtrace.tools._rhythm_escape import DEFAULT_ESCAPE_PARAMS, escape_events, no_escape_mask
+from ecgtrace.tools._rhythm_spans import NO_QRS_SPAN_KINDS, SPAN_KINDS, drop_p_wave_events_in_spans, mask_in_spans, span_events
 from ecgtrace.tools.af import AfResult, _runs, as_beat_samples, detect_af
 
-RHYTHM_VERSION = "1.1"
+RHYTHM_VERSION = "1.2"
 
 DEFAULT_RHYTHM_PARAMS: dict[str, Any] = {
     "vt_min_rate_bpm": 100.0,
@@ -66,9 +69,6 @@ DEFAULT_RHYTHM_PARAMS: dict[str, Any] = {
     **DEFAULT_ESCAPE_PARAMS,
     **DEFAULT_CONDUCTION_PARAMS,
 }
-#: Episode kinds given as spans (rhythm notes or a wave detector): no QRS inside VF/VFL, so no pause there.
-SPAN_KINDS: tuple[str, ...] = ("afl", "vfl", "vf")
-NO_QRS_SPAN_KINDS: tuple[str, ...] = ("vfl", "vf")
 #: Event kinds whose beats are not sinus beats (they never make sinus tachycardia or bradycardia).
 NOT_SINUS_KINDS: frozenset[str] = frozenset({"junctional_escape", "ventricular_escape", "junctional_rhythm", "ventricular_escape_rhythm",
                                              "avb2_mobitz1", "avb2_mobitz2", "avb_2to1", "avb3"})
@@ -270,7 +270,8 @@ def detect_events(
         is_s = is_s & ~af_mask
     known = [dict(r) for r in rhythm_spans if r.get("kind") in SPAN_KINDS]
     no_qrs = [(int(r["onset_sample"]), int(r["offset_sample"])) for r in known if r["kind"] in NO_QRS_SPAN_KINDS]
-    in_span = _mask_in_spans(samples, [(int(r["onset_sample"]), int(r["offset_sample"])) for r in known])
+    known_spans = [(int(r["onset_sample"]), int(r["offset_sample"])) for r in known]
+    in_span = mask_in_spans(samples, known_spans)
     # AF and flutter beats lack a P wave for another reason: they count as having one (never junctional)
     p_or_excused = None if p_wave_present is None else np.asarray(p_wave_present, bool) | af_mask | in_span
     escapes, escape_used = escape_events(samples, classes, fs_hz, beat_symbols, p_or_excused, p, irregular=no_escape_mask(samples, af_mask | in_span, spans))
@@ -278,14 +279,16 @@ def detect_events(
     events += _ectopic_events(samples, is_v & ~escape_used, is_n, fs_hz, p, "v", prov)
     events += _ectopic_events(samples, is_s, is_n, fs_hz, p, "s", prov)
     events += _pause_events(samples, spans, no_qrs, fs_hz, p, prov)
-    events += _span_events(samples, known, fs_hz, prov)
+    events += span_events(samples, known, fs_hz, prov)
     if p_wave_samples is not None or blocked_pac_samples is not None:
         fiducial = samples if conduction_beat_samples is None else np.asarray(conduction_beat_samples, dtype=np.int64)
         if fiducial.size != samples.size:
             raise ValueError(f"conduction_beat_samples has {fiducial.size} entries for {samples.size} beats")
-        events += _conduction(samples, fiducial, p_wave_samples, blocked_pac_samples, af_mask | in_span, fs_hz, p, prov)
+        events += _conduction(samples, fiducial, p_wave_samples, blocked_pac_samples, fs_hz, p, prov)
     # in complete AV block the narrow escape rhythm is part of the block, not a separate junctional rhythm
     events = _absorb_escapes_into_avb3(events, samples, fs_hz)
+    # no P waves to read in AF, flutter or VF: a P-wave event that overlaps one anywhere is dropped (after the block grew)
+    events = drop_p_wave_events_in_spans(events, af_mask | in_span, known_spans)
     # beats of flutter, AV block, escape beats and rhythms are not sinus beats, whatever their class
     not_sinus = af_mask | in_span
     for e in events:
@@ -326,13 +329,6 @@ def _absorb_escapes_into_avb3(events: list[dict[str, Any]], samples: np.ndarray,
     return [e for e in out if e["kind"] is not None]
 
 
-def _mask_in_spans(samples: np.ndarray, spans: Sequence[tuple[int, int]]) -> np.ndarray:
-    mask = np.zeros(samples.size, bool)
-    for a, b in spans:
-        mask |= (samples >= a) & (samples <= b)
-    return mask
-
-
 def _pause_events(samples: np.ndarray, spans: Sequence[tuple[int, int]], no_qrs: Sequence[tuple[int, int]], fs_hz: float, p: dict[str, Any], prov: dict[str, Any]) -> list[dict[str, Any]]:
     """Pauses (RR > pause_min_s) and asystole (RR > asystole_min_s, also a pause) outside artifact and VF/VFL spans."""
     events: list[dict[str, Any]] = []
@@ -349,30 +345,13 @@ def _pause_events(samples: np.ndarray, spans: Sequence[tuple[int, int]], no_qrs:
     return events
 
 
-def _span_events(samples: np.ndarray, known: Sequence[dict[str, Any]], fs_hz: float, prov: dict[str, Any]) -> list[dict[str, Any]]:
-    """Given episodes (AFL, VFL, VF) as events: bounded by their first and last beat (AFL), or by the span (no QRS)."""
-    out = []
-    for r in known:
-        s0, s1 = int(r["onset_sample"]), int(r["offset_sample"])
-        lo, hi = np.searchsorted(samples, [s0, s1])  # beats in [s0, s1): a rhythm note's interval ends where the next begins
-        if r["kind"] not in NO_QRS_SPAN_KINDS and hi > lo:
-            s0, s1 = int(samples[lo]), int(samples[hi - 1])
-        out.append({"kind": r["kind"], "onset_sample": s0, "offset_sample": s1, "onset_ms": int(round(s0 * 1000.0 / fs_hz)),
-                    "offset_ms": int(round(s1 * 1000.0 / fs_hz)), "n_beats": int(hi - lo), "rate_bpm": None, "lead": None,
-                    "first_beat": int(lo) if hi > lo else None, "last_beat": int(hi - 1) if hi > lo else None,
-                    "provenance": {**prov, "span_source": r.get("source", "given")}})
-    return out
-
-
-def _conduction(samples: np.ndarray, fiducial: np.ndarray, p_waves: np.ndarray | None, blocked: np.ndarray | None, no_p_expected: np.ndarray, fs_hz: float, p: dict[str, Any], prov: dict[str, Any]) -> list[dict[str, Any]]:
-    """AV-block and non-conducted-PAC events from P-wave peaks (outside AF/flutter)."""
+def _conduction(samples: np.ndarray, fiducial: np.ndarray, p_waves: np.ndarray | None, blocked: np.ndarray | None, fs_hz: float, p: dict[str, Any], prov: dict[str, Any]) -> list[dict[str, Any]]:
+    """AV-block and non-conducted-PAC events from P-wave peaks (those overlapping AF/flutter/VF are dropped by the caller)."""
     keys = DEFAULT_CONDUCTION_PARAMS.keys()
     found = conduction_events(fiducial, np.asarray(p_waves if p_waves is not None else [], dtype=np.int64), fs_hz,
                               blocked_pac=blocked, **{k: p[k] for k in keys})
     out = []
     for kind, a, b, extra in found["events"]:
-        if no_p_expected[a] or no_p_expected[b]:
-            continue
         if kind == "blocked_pac":
             t = int(extra["p_sample"])
             out.append({"kind": kind, "onset_sample": t, "offset_sample": t, "onset_ms": int(round(t * 1000.0 / fs_hz)), "offset_ms": int(round(t * 1000.0 / fs_hz)),

@@ -12,9 +12,10 @@ it is left out (``undecided``) rather than a guess:
 - VF/VFL spans (:func:`ecgtrace.tools._rhythm_waves.ventricular_wave_spans`) in
   the detector's artifact spans and in runs of "beats" faster than 200/min
   (:func:`wave_candidate_spans`).
-- Atrial flutter spans (:func:`ecgtrace.tools._rhythm_flutter.flutter_spans`), outside
+- Atrial flutter spans (:func:`ecgtrace.tools._rhythm_flutter.flutter_spans`, on the P-wave
+  detector's aligned R fiducials ``r_fiducial``: its QRS-T cancellation needs them), outside
   artifact and VF/VFL spans, with their atrial rate: ``afl`` events; the P-wave kinds
-  are not called inside them (flutter waves are not P waves; ``undecided`` says so).
+  are not called where an event overlaps them (flutter waves are not P waves; ``undecided`` says so).
 """
 
 from __future__ import annotations
@@ -26,13 +27,12 @@ from typing import Any
 import numpy as np
 
 from ecgtrace.tools._rhythm_flutter import FLUTTER_VERSION, flutter_spans
+from ecgtrace.tools._rhythm_spans import P_WAVE_KINDS  # kinds that need P waves: left out (with the reason) where none are visible
 from ecgtrace.tools._rhythm_waves import WAVES_VERSION, ventricular_wave_spans
 from ecgtrace.tools.holter_p import detect_p_waves
 from ecgtrace.tools.records import RecordInfo, open_record
 
-SIGNAL_INPUTS_VERSION = "2"
-#: Kinds that need P waves: left out (with the reason) where none are visible.
-P_WAVE_KINDS: tuple[str, ...] = ("avb2_mobitz1", "avb2_mobitz2", "avb_2to1", "avb3", "blocked_pac", "junctional_rhythm", "junctional_escape")
+SIGNAL_INPUTS_VERSION = "3"
 
 
 def wave_candidate_spans(beat_samples: np.ndarray, fs_hz: float, artifact_spans: Sequence[tuple[int, int]], n_samples: int, *,
@@ -83,7 +83,9 @@ def signal_event_inputs(
                           "spans": [[c["start"], c["stop"]] for c in pw.chunks if c["status"] != "ok"]})
     waves = ventricular_wave_spans(info, wave_candidate_spans(beats, info.fs_hz, artifact_spans, info.n_samples))
     excluded = [(int(a), int(b)) for a, b in artifact_spans] + [(int(w["onset_sample"]), int(w["offset_sample"])) for w in waves]
-    flutter = flutter_spans(info, beats, beat_classes, excluded)
+    # the P detector's R fiducials, aligned on each chunk's median QRS: detected-beat jitter (12-20 ms SD) spoils the
+    # flutter detector's QRS-T cancellation (the synthetic 4:1 episode: 48 of 312 s found from raw detected beats, all from these)
+    flutter = flutter_spans(info, pw.r_fiducial, beat_classes, excluded)
     if flutter:
         undecided.append({"kinds": list(P_WAVE_KINDS), "reason": "inside atrial flutter: flutter waves are not P waves",
                           "spans": [[f["onset_sample"], f["offset_sample"]] for f in flutter]})

@@ -30,7 +30,10 @@ from typing import Any
 
 import numpy as np
 
-from ecgtrace.rubrics.diagnosis_schema import DiagnosisGraph, LabelMap
+from ecgtrace.agents.audit._ludb_reference import LUDB_PR_VERSION, ludb_reference_pr_ms, ludb_reference_rate_bpm
+from ecgtrace.rubrics.diagnosis_schema import DiagnosisGraph, LabelMap, StatementDoubt
+
+__all__ = ["RecordLabels", "ludb_reference_pr_ms", "ludb_reference_rate_bpm", "record_labels"]
 
 #: Rhythm labels in the MIT-BIH vocabulary (also LTAFDB, VFDB, SVDB): only these are
 #: trusted as "absent when not annotated".
@@ -91,6 +94,7 @@ class RecordLabels:
     axis: str | None = None
     ludb_lines: list[str] = field(default_factory=list)
     ludb_rate_bpm: float | None = None  # from LUDB's own QRS marks (cardiologists'), not from our detectors
+    ludb_pr_ms: float | None = None  # from LUDB's own P and QRS onset marks
     snomed: set[str] = field(default_factory=set)
 
     @property
@@ -125,43 +129,14 @@ class RecordLabels:
         """``(label, why)``: why is empty unless the label is None (then it names the code that made it doubtful)."""
         lm = graph.labels
         if self.kind == "ptbxl":
-            votes: list[bool | None] = []
-            why = ""
-            if lm.scp:
-                if any(c in self.scp_positive for c in lm.scp):
-                    votes.append(True)
-                elif doubtful := [c for c in lm.scp if c in self.scp_uncertain]:
-                    votes.append(None)
-                    why = f"scp {doubtful[0]} likelihood {self.scp_likelihood.get(doubtful[0], 0):g}"
-                elif related := [c for c in lm.scp_ambiguous if c in self.scp_positive | self.scp_uncertain]:
-                    votes.append(None)
-                    why = f"scp {related[0]} (related statement)"
-                elif lm.scp_absent_ambiguous:
-                    votes.append(None)
-                    why = f"scp {lm.scp[0]} absent: {lm.scp_absent_ambiguous}"
-                else:
-                    votes.append(False)
-            if lm.ptbxl_axis and self.axis:
-                if self.axis in lm.ptbxl_axis_ambiguous:
-                    votes.append(None)
-                    why = why or f"ptbxl heart_axis {self.axis} does not settle the threshold"
-                else:
-                    votes.append(self.axis in lm.ptbxl_axis)
-            label = _combine(votes)
-            return label, (why or "ptbxl labels disagree") if label is None else ""
+            return self._ptbxl_reason(lm)
         if self.kind == "ludb":
-            band = lm.ludb_rate_doubtful_bpm
-            if band is not None and self.ludb_rate_bpm is not None and band[0] <= self.ludb_rate_bpm <= band[1]:
-                return None, f"ludb rate convention: {self.ludb_rate_bpm:.1f} bpm by LUDB's QRS marks lies in {band[0]:g}-{band[1]:g} bpm"
-            if any(_ludb_match(self.ludb_lines, p) for p in lm.ludb):
-                return True, ""
-            related = [p for p in lm.ludb_ambiguous if _ludb_match(self.ludb_lines, p)]
-            return (None, f"ludb {related[0]!r} (related statement)") if related else (False, "")
+            return self._ludb_reason(lm)
         if self.kind == "cinc":
             if self.snomed & set(lm.snomed):
-                return True, ""
+                return self._settled(lm, True, "")
             related = sorted(self.snomed & set(lm.snomed_ambiguous))
-            return (None, f"snomed {related[0]} (related statement)") if related else (False, "")
+            return (None, f"snomed {related[0]} (related statement)") if related else self._settled(lm, False, "")
         votes = []
         if lm.beat_symbols and self.ref is not None:
             votes.append(self._beat_vote(lm, t0_s, t1_s))
@@ -173,6 +148,68 @@ class RecordLabels:
             votes.append(_span_vote(spans, t0_s, t1_s, lm.rhythm_mode))
         label = _combine(votes)
         return label, "window straddles a labelled event" if label is None else ""
+
+    def _ptbxl_reason(self, lm: LabelMap) -> tuple[bool | None, str]:
+        """PTB-XL: SCP codes (likelihoods) and heart_axis vote; then the co-statement rules."""
+        votes: list[bool | None] = []
+        why = ""
+        if lm.scp:
+            if any(c in self.scp_positive for c in lm.scp):
+                votes.append(True)
+            elif doubtful := [c for c in lm.scp if c in self.scp_uncertain]:
+                votes.append(None)
+                why = f"scp {doubtful[0]} likelihood {self.scp_likelihood.get(doubtful[0], 0):g}"
+            elif related := [c for c in lm.scp_ambiguous if c in self.scp_positive | self.scp_uncertain]:
+                votes.append(None)
+                why = f"scp {related[0]} (related statement)"
+            elif lm.scp_absent_ambiguous:
+                votes.append(None)
+                why = f"scp {lm.scp[0]} absent: {lm.scp_absent_ambiguous}"
+            else:
+                votes.append(False)
+        if lm.ptbxl_axis and self.axis:
+            if self.axis in lm.ptbxl_axis_ambiguous:
+                votes.append(None)
+                why = why or f"ptbxl heart_axis {self.axis} does not settle the threshold"
+            else:
+                votes.append(self.axis in lm.ptbxl_axis)
+        label = _combine(votes)
+        return self._settled(lm, label, (why or "ptbxl labels disagree") if label is None else "")
+
+    def _ludb_reason(self, lm: LabelMap) -> tuple[bool | None, str]:
+        """LUDB: the statement, unless LUDB's own rate or PR marks put the record between the two conventions' cut-offs."""
+        band = lm.ludb_rate_doubtful_bpm
+        if band is not None and self.ludb_rate_bpm is not None and band[0] <= self.ludb_rate_bpm <= band[1]:
+            return None, f"ludb rate convention: {self.ludb_rate_bpm:.1f} bpm by LUDB's QRS marks lies in {band[0]:g}-{band[1]:g} bpm"
+        band = lm.ludb_pr_doubtful_ms
+        if band is not None and self.ludb_pr_ms is not None and band[0] <= self.ludb_pr_ms <= band[1]:
+            stated = "yes" if any(_ludb_match(self.ludb_lines, p) for p in lm.ludb) else "no"
+            return None, (f"ludb pr tolerance (statement {stated}): {self.ludb_pr_ms:.0f} ms by LUDB's P/QRS onset marks lies in "
+                          f"{band[0]:g}-{band[1]:g} ms (the cut-off +- the marks' tolerance)")
+        if any(_ludb_match(self.ludb_lines, p) for p in lm.ludb):
+            return self._settled(lm, True, "")
+        related = [p for p in lm.ludb_ambiguous if _ludb_match(self.ludb_lines, p)]
+        return (None, f"ludb {related[0]!r} (related statement)") if related else self._settled(lm, False, "")
+
+    def _co_statement_doubt(self, rule: StatementDoubt | None, side: str) -> str:
+        """Why this record's label on ``side`` ('positive' or 'absent') does not settle the graph beside one of ``rule``'s statements, or ''."""
+        if rule is None:
+            return ""
+        if self.kind == "ptbxl":
+            found = sorted(self.scp_positive & set(rule.scp))
+        elif self.kind == "cinc":
+            found = sorted(self.snomed & set(rule.snomed))
+        else:
+            found = [p for p in rule.ludb if _ludb_match(self.ludb_lines, p)]
+        return f"{side} beside {self.kind} {found[0]}: {rule.reason}" if found else ""
+
+    def _settled(self, lm: LabelMap, label: bool | None, why: str) -> tuple[bool | None, str]:
+        """``(label, why)`` after the co-statement rules: a positive or a negative beside a doubting statement becomes None."""
+        if label is True and (doubt := self._co_statement_doubt(lm.positive_doubtful_with, "positive")):
+            return None, doubt
+        if label is False and (doubt := self._co_statement_doubt(lm.absent_doubtful_with, "absent")):
+            return None, doubt
+        return label, why
 
     def _beat_vote(self, lm: LabelMap, t0_s: float, t1_s: float) -> bool | None:
         samples = self.ref.beat_samples
@@ -242,31 +279,6 @@ def _combine(votes: list[bool | None]) -> bool | None:
     return None
 
 
-#: LUDB's per-lead wave files, in the order their QRS marks are tried for the reference rate.
-LUDB_RATE_LEADS = ("ii", "i", "v5", "v2", "iii", "avf", "v1", "v3", "v4", "v6", "avl", "avr")
-
-
-def ludb_reference_rate_bpm(base: Path, fs_hz: float) -> float | None:
-    """Heart rate (bpm) from LUDB's cardiologist QRS peaks (``N`` between ``(`` and ``)``) of the first lead file present.
-
-    None when no wave file has at least two QRS peaks. LUDB's rate statements
-    (sinus brady-/tachycardia) are read against this rate, never against ours.
-    """
-    import wfdb
-
-    for lead in LUDB_RATE_LEADS:
-        if not Path(f"{base}.{lead}").is_file():
-            continue
-        try:
-            ann = wfdb.rdann(str(base), lead)
-        except (OSError, ValueError):
-            continue
-        peaks = np.asarray([s for s, sym in zip(ann.sample, ann.symbol) if sym == "N"], dtype=float)
-        if peaks.size >= 2:
-            return 60.0 * fs_hz / float(np.mean(np.diff(peaks)))
-    return None
-
-
 def record_labels(record_path: str | Path, info: Any, ref: Any) -> RecordLabels:
     """Find the expert labels that come with a record (``ref``: its reference annotations or None)."""
     base = Path(info.path)
@@ -292,7 +304,10 @@ def record_labels(record_path: str | Path, info: Any, ref: Any) -> RecordLabels:
     if ludb_csv is not None and base.name.isdigit():
         lines = _ludb_table(str(ludb_csv)).get(base.name)
         if lines is not None:
-            return RecordLabels(kind="ludb", method="ludb.csv", ludb_lines=lines, ludb_rate_bpm=ludb_reference_rate_bpm(base, float(info.fs_hz)), **common)
+            fs_hz = float(info.fs_hz)
+            method = f"ludb.csv; rate and PR (v{LUDB_PR_VERSION}) from LUDB's wave marks"
+            return RecordLabels(kind="ludb", method=method, ludb_lines=lines, ludb_rate_bpm=ludb_reference_rate_bpm(base, fs_hz),
+                                ludb_pr_ms=ludb_reference_pr_ms(base, fs_hz), **common)
     dx = [c.split(":", 1)[1] for c in info.comments if c.strip().lower().startswith("dx:")]
     if dx:
         codes = {code.strip() for code in dx[0].split(",") if code.strip()}

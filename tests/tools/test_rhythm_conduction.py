@@ -73,3 +73,19 @@ def test_detect_events_reports_av_block_and_keeps_its_beats_out_of_sinus_rate():
     classes = np.array(["N"] * beats.size)
     counts = count_events(detect_events(beats, classes, FS, p_wave_samples=p))
     assert counts["avb_2to1"] == 1 and counts["sinus_bradycardia"] == 0 and counts["pause"] == 0
+
+
+def test_a_wave_locked_one_to_one_after_the_qrs_is_not_third_degree_block():
+    """A wave 120 ms after every QRS (a flutter wave, a retrograde P) at the ventricular rate: no P conducts, yet the
+    atria do not beat faster than the ventricles, so this is no AV dissociation."""
+    beats = np.round((1000 + np.arange(30) * 900.0) * FS / 1000).astype(np.int64)  # 67/min
+    locked = beats[:-1] + int(round(0.120 * FS))
+    assert "avb3" not in _kinds(beats, locked)
+
+
+def test_dissociated_atria_over_an_irregular_ventricular_rhythm_are_not_third_degree_block():
+    """Regular P waves at 86/min over RR of 1.0-2.0 s in no order: the ventricles follow no escape rhythm."""
+    rng = np.random.default_rng(3)
+    p = np.round((1000 + np.arange(60) * 700.0) * FS / 1000).astype(np.int64)
+    beats = np.round((1100 + np.cumsum(rng.uniform(1000.0, 2000.0, 26))) * FS / 1000).astype(np.int64)
+    assert "avb3" not in _kinds(beats, p)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ecgtrace.tools._rhythm_flutter import FLUTTER_VERSION, flutter_spans, regular_multiple
+from ecgtrace.tools._rhythm_flutter import FLUTTER_VERSION, cancel_qrst, flutter_spans, regular_multiple
 from ecgtrace.tools.annotations import read_reference_annotations
 from ecgtrace.tools.records import open_record
 from ecgtrace.tools.rhythm import detect_events
@@ -86,3 +86,34 @@ def test_signal_inputs_give_afl_events_and_no_p_wave_kinds_inside(record):
     for e in events:
         if e["kind"] in p_kinds:
             assert not any(e["onset_sample"] <= f["offset_sample"] and e["offset_sample"] >= f["onset_sample"] for f in afl), e
+
+
+def test_signal_inputs_find_flutter_from_beats_jittered_like_a_detector(record):
+    """R peaks jittered by up to +-7 samples (28 ms at 250 Hz: the detector's spread on this record) spoil QRS-T
+    cancellation; signal_event_inputs hands the flutter detector the P detector's aligned R fiducials instead."""
+    result, ann, info = record
+    jittered = ann.beat_samples + np.random.default_rng(0).integers(-7, 8, ann.beat_samples.size)
+    spans = [s for s in signal_event_inputs(info, jittered, ann.beat_classes)["kwargs"]["rhythm_spans"] if s["kind"] == "afl"]
+    scheduled = [e for e in result.schedule["events"] if e["kind"] == "afl"]
+    assert len(spans) == len(scheduled)
+    for ref, det in zip(scheduled, spans):
+        assert abs(det["onset_sample"] / info.fs_hz - ref["onset_ms"] / 1000.0) <= BOUND_TOL_S
+        assert abs(det["offset_sample"] / info.fs_hz - ref["offset_ms"] / 1000.0) <= BOUND_TOL_S
+
+
+def test_cancel_qrst_removes_scaled_copies_of_the_template_and_cuts_before_the_next_beat():
+    """Beats made of the template times a per-beat, per-lead scale cancel exactly; a beat closer than the template's
+    length is fitted only up to the next beat, whose own copy then cancels too; samples outside every beat are kept."""
+    rng = np.random.default_rng(2)
+    pre, length = 5, 20
+    template = rng.normal(size=(length, 2))
+    beats = np.array([10, 40, 52, 90])  # 52 comes 12 samples after 40: beat 40's fit is cut at 52 - pre
+    x = np.zeros((120, 2))
+    starts = beats - pre
+    cut = np.append(starts[1:], 120) - starts
+    scales = rng.uniform(0.5, 2.0, size=(beats.size, 2))
+    for s0, n, k in zip(starts, np.minimum(cut, length), scales):
+        x[s0 : s0 + n] += template[:n] * k
+    x[110:] = 3.0  # after the last beat's template: no beat covers it
+    out = cancel_qrst(x, beats, template, pre)
+    assert np.allclose(out[:110], 0.0) and np.allclose(out[110:], 3.0)
