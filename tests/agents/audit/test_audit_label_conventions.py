@@ -9,15 +9,10 @@ import pytest
 from pydantic import ValidationError
 
 from ecgtrace.agents.audit._labels import RecordLabels, ludb_reference_rate_bpm, record_labels
-from ecgtrace.rubrics.diagnosis_schema import LabelMap, load_diagnoses
+from ecgtrace.rubrics.diagnosis_schema import LabelMap
 from ecgtrace.tools.records import open_record
 
 REPO = Path(__file__).resolve().parents[3]
-
-
-@pytest.fixture(scope="module")
-def graphs():
-    return load_diagnoses()
 
 
 def _ludb(lines: list[str], rate_bpm: float | None) -> RecordLabels:

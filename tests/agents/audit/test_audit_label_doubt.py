@@ -16,11 +16,6 @@ from ecgtrace.tools.records import open_record
 REPO = Path(__file__).resolve().parents[3]
 
 
-@pytest.fixture(scope="module")
-def graphs():
-    return load_diagnoses()
-
-
 def _ludb(lines: list[str], pr_ms: float | None) -> RecordLabels:
     return RecordLabels(kind="ludb", method="ludb.csv", fs_hz=500.0, n_samples=5000, ludb_lines=lines, ludb_pr_ms=pr_ms)
 

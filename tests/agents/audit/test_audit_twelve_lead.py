@@ -9,13 +9,7 @@ from ecgtrace.agents.audit._features import window_features
 from ecgtrace.agents.audit._labels import record_labels
 from ecgtrace.agents.audit.builder import beat_table
 from ecgtrace.agents.audit.engine import evaluate
-from ecgtrace.rubrics.diagnosis_schema import load_diagnoses
 from ecgtrace.tools.records import open_record, read_window
-
-
-@pytest.fixture(scope="module")
-def graphs():
-    return load_diagnoses()
 
 
 @pytest.fixture(scope="module")
