@@ -207,3 +207,47 @@ def test_pac_rule_needs_an_abrupt_break_and_a_foreign_p():
     swapped = {k: v[order] for k, v in feats.items()}
     res = cl._decide(swapped, beats, 250.0, af[order], [(beats[1] - 10, beats[1] - 5)], 1, {}, forest=_always_n_forest())
     assert res.classes.tolist() == ["N"] * n
+
+
+def _one_class_forest(cls: str):
+    import ecgtrace.tools._classify_model as cm
+
+    value = np.array([[1.0 if c == cls else 0.0 for c in ("N", "S", "V", "F")]], np.float32)
+    return cm.Forest(feature_names=("prematurity",), classes=("N", "S", "V", "F"), feature=np.array([-1], np.int32),
+                     threshold=np.array([0.0]), left=np.array([-1], np.int32), right=np.array([-1], np.int32),
+                     value=value, roots=np.array([0], np.int32), max_depth=0, meta={})
+
+
+def _on_time_feats(width_ratio, corr_qrs_mean, p_corr, noise_ratio):
+    """Hand-made features of on-time beats (no prematurity, no pause, look-alikes on time: the wide-V rule stays out)."""
+    n = len(width_ratio)
+    feats = {"width_ratio": np.array(width_ratio, float), "corr_qrs_mean": np.array(corr_qrs_mean, float),
+             "p_corr": np.array(p_corr, float), "noise_ratio": np.array(noise_ratio, float)}
+    feats.update(corr_qrs_max=feats["corr_qrs_mean"], clu_width_ratio=feats["width_ratio"], prematurity=np.zeros(n),
+                 p_amp_ratio=np.ones(n), n_leads_used=np.full(n, 2.0), rr_prev_ms=np.full(n, 1000.0),
+                 rr_next_ms=np.full(n, 1000.0), rr_change=np.ones(n), has_template=np.ones(n, bool),
+                 clu_prematurity=np.zeros(n), clu_compensatory_ratio=np.ones(n))
+    return feats
+
+
+def test_deviant_v_rule_needs_a_missing_sinus_p():
+    """An on-time beat the forest calls N is V when wide, very different and without the dominant P; a wide
+    conducted beat (bundle-branch block: dominant P present), a slightly different beat and a noisy one stay N."""
+    from ecgtrace.tools import _classify_ventricular as cv
+    from ecgtrace.tools import classify as cl
+
+    # late-coupled V | BBB with sinus P | similar QRS | noisy | narrow but different
+    feats = _on_time_feats([1.5, 1.5, 1.5, 1.5, 1.0], [0.5, 0.5, 0.8, 0.5, 0.5], [0.0, 0.9, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.6, 0.0])
+    res = cl._decide(feats, np.arange(5) * 2000 + 500, 250.0, None, (), 1, {}, forest=_one_class_forest("N"))
+    assert res.classes.tolist() == ["V", "N", "N", "N", "N"]
+    assert res.provenance["params"]["deviant_v_rule"] == cv.DEVIANT_V_RULE and res.provenance["version"] == "5"
+
+
+def test_fusion_needs_the_sinus_p_and_an_intermediate_qrs():
+    """A beat the forest calls F stays F only with the dominant P and a QRS still close to the dominant one."""
+    from ecgtrace.tools import classify as cl
+
+    # fusion | no sinus P | QRS far from the dominant one | neither
+    feats = _on_time_feats([1.1, 1.1, 1.1, 1.1], [0.85, 0.85, 0.55, 0.55], [0.8, 0.1, 0.8, 0.1], [0.0] * 4)
+    res = cl._decide(feats, np.arange(4) * 2000 + 500, 250.0, None, (), 1, {}, forest=_one_class_forest("F"))
+    assert res.classes.tolist() == ["F", "V", "V", "V"]
