@@ -251,3 +251,31 @@ def test_fusion_needs_the_sinus_p_and_an_intermediate_qrs():
     feats = _on_time_feats([1.1, 1.1, 1.1, 1.1], [0.85, 0.85, 0.55, 0.55], [0.8, 0.1, 0.8, 0.1], [0.0] * 4)
     res = cl._decide(feats, np.arange(4) * 2000 + 500, 250.0, None, (), 1, {}, forest=_one_class_forest("F"))
     assert res.classes.tolist() == ["F", "V", "V", "V"]
+
+
+def test_svt_run_counts_from_a_rhythm_break_against_the_long_rr():
+    """Hand-made RR series: 400 beats at 800 ms with a 10-beat run at 480 ms (40 % short of the long median).
+    The run is S from its premature first beat on; the same fast beats without a break, wide, or in AF stay N."""
+    from ecgtrace.tools import _classify_runs as cr
+
+    n = 400
+    rr = np.full(n, 800.0)
+    rr[200:210] = 480.0
+    assert np.allclose(cr.long_prematurity(rr, 150)[200:210], 1.0 - 480.0 / 800.0)
+    prem = np.zeros(n)
+    prem[200] = 0.4  # the first beat breaks the local rhythm; inside the run the local median is the run's own RR
+    feats = {"rr_prev_ms": rr, "prematurity": prem, "corr_qrs_mean": np.full(n, 0.97), "width_ratio": np.ones(n)}
+    labels = np.full(n, "N")
+    none = np.zeros(n, bool)
+    assert np.flatnonzero(cr.svt_run(feats, labels, none)).tolist() == list(range(200, 210))
+    assert not cr.svt_run({**feats, "prematurity": np.zeros(n)}, labels, none).any()  # gradual: no break
+    wide = np.ones(n)
+    wide[200:210] = 1.5
+    assert not cr.svt_run({**feats, "width_ratio": wide}, labels, none).any()  # wide: not supraventricular
+    af = none.copy()
+    af[195:215] = True
+    assert not cr.svt_run(feats, labels, af).any()  # AF first
+    # a run whose first beat the forest already called S continues from it, and only N beats are returned
+    labels_s = labels.copy()
+    labels_s[200] = "S"
+    assert np.flatnonzero(cr.svt_run({**feats, "prematurity": np.zeros(n)}, labels_s, none)).tolist() == list(range(201, 210))
