@@ -35,11 +35,10 @@ Missing points are ``-1``.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from functools import lru_cache
-
 import numpy as np
 
 from ecgtrace.tools._delineate_consistency import median_beat_qrs
+from ecgtrace.tools._delineate_filters import bridge_nan, bridge_qrs, lowpass, preprocess
 
 POINTS = ("p_on", "p_peak", "p_off", "qrs_on", "r_peak", "qrs_off", "t_on", "t_peak", "t_off")
 AMPLITUDES = ("iso_mv", "p_amp_mv", "r_amp_mv", "s_amp_mv", "t_amp_mv", "st_j60_mv")
@@ -88,52 +87,6 @@ class DelineationParams:
 
     def to_json(self) -> dict[str, float | bool]:
         return {k: (v if isinstance(v, bool) else float(v)) for k, v in asdict(self).items()}
-
-
-@lru_cache(maxsize=32)
-def _lowpass_sos(cut_hz: float, fs_hz: float) -> np.ndarray | None:
-    from scipy.signal import butter
-
-    if cut_hz >= 0.45 * fs_hz:
-        return None
-    return butter(3, cut_hz, btype="lowpass", fs=fs_hz, output="sos")
-
-
-def _lowpass(x: np.ndarray, cut_hz: float, fs_hz: float) -> np.ndarray:
-    from scipy.signal import sosfiltfilt
-
-    sos = _lowpass_sos(float(cut_hz), float(fs_hz))
-    if sos is None or x.size < 30:
-        return x.copy()
-    return sosfiltfilt(sos, x)
-
-
-def _odd(n: float) -> int:
-    n = max(int(round(n)), 1)
-    return n if n % 2 else n + 1
-
-
-def bridge_nan(x_mv: np.ndarray) -> np.ndarray:
-    """A float64 copy with NaN/inf samples replaced by linear interpolation (0 when nothing is finite)."""
-    x = np.array(x_mv, dtype=np.float64)
-    bad = ~np.isfinite(x)
-    if bad.any():
-        good = np.flatnonzero(~bad)
-        x[bad] = np.interp(np.flatnonzero(bad), good, x[good]) if good.size else 0.0
-    return x
-
-
-def preprocess(x_mv: np.ndarray, fs_hz: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """``(y, xf, xs, d)``: baseline-free signal, 40 Hz and 12 Hz low-passed, slope of xf (mV/s)."""
-    from scipy.ndimage import median_filter
-
-    x = bridge_nan(x_mv)
-    base = median_filter(median_filter(x, _odd(0.2 * fs_hz), mode="nearest"), _odd(0.6 * fs_hz), mode="nearest")
-    y = x - base
-    xf = _lowpass(y, 40.0, fs_hz)
-    xs = _lowpass(y, 12.0, fs_hz)
-    d = np.gradient(xf) * fs_hz
-    return y, xf, xs, d
 
 
 def _trapezium(z: np.ndarray, xm: int, xr: int) -> int:
@@ -254,22 +207,6 @@ def _qrs_pass(xf: np.ndarray, d: np.ndarray, db: np.ndarray, beats: np.ndarray, 
         if j60 < n:
             h = max(int(0.01 * fs_hz), 1)
             out["st_j60_mv"][i] = float(np.mean(xf[max(j60 - h, 0) : j60 + h + 1])) - iso
-
-
-def bridge_qrs(y: np.ndarray, qrs_on: np.ndarray, qrs_off: np.ndarray, fs_hz: float, cut_hz: float) -> tuple[np.ndarray, np.ndarray]:
-    """``(xs, hf_noise)``: ``y`` with every QRS bridged by a straight line, low-passed at ``cut_hz``, and what the low-pass removed.
-
-    Bridging keeps the filter from smearing the QRS into the P and T waves next to it.
-    """
-    n = y.size
-    bridged = y.copy()
-    pad = max(int(0.01 * fs_hz), 1)
-    for on, off in zip(qrs_on, qrs_off):
-        if on >= 0:
-            a, b = max(int(on) - pad, 0), min(int(off) + pad, n - 1)
-            bridged[a : b + 1] = np.linspace(bridged[a], bridged[b], b - a + 1)
-    xs = _lowpass(bridged, cut_hz, fs_hz)
-    return xs, bridged - xs
 
 
 def _t_wave(z: np.ndarray, on: int, off: int, next_r: int | None, rr_prev: float, fs_hz: float, p: DelineationParams) -> tuple[int, int, int, float] | None:
@@ -402,12 +339,12 @@ def delineate_lead(x_mv: np.ndarray, fs_hz: float, beats: np.ndarray, params: De
     if beats.size == 0 or n < int(0.3 * fs_hz):
         return out
     y, xf, _, d = preprocess(x_mv, fs_hz)
-    db = d if p.qrs_bound_hz >= 40.0 else np.gradient(_lowpass(y, p.qrs_bound_hz, fs_hz)) * fs_hz
+    db = d if p.qrs_bound_hz >= 40.0 else np.gradient(lowpass(y, p.qrs_bound_hz, fs_hz)) * fs_hz
     _qrs_pass(xf, d, db, beats, fs_hz, p, out)
     xs, hf_noise = bridge_qrs(y, out["qrs_on"], out["qrs_off"], fs_hz, p.pt_lowpass_hz)
     _pt_pass(xs, hf_noise, beats, fs_hz, p, out)
     out["xf"], out["xs"] = xf, xs
     if p.qrs_median_beat:
         median_beat_qrs(out, fs_hz, lambda dt, main, lo, hi: _qrs_bounds(dt, main, lo, hi, fs_hz, p, None))
-    out["xl"] = _lowpass(bridge_nan(x_mv), 40.0, fs_hz)
+    out["xl"] = lowpass(bridge_nan(x_mv), 40.0, fs_hz)
     return out

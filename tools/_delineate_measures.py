@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ecgtrace.tools._delineate import preprocess
+from ecgtrace.tools._delineate_filters import preprocess
 from ecgtrace.tools._delineate_waves import MORPHOLOGY
 from ecgtrace.tools._delineation import Delineation
 from ecgtrace.tools.records import SignalWindow

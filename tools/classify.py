@@ -19,7 +19,11 @@ Order of the decision, per beat:
    (early against the local median *and* against the preceding RR, then a longer RR) and its
    P wave does not match the dominant beat's (``PAC_RULE``): sinus arrhythmia shortens RRs
    gradually and keeps the sinus P.
-4. **AF first**: inside the AF mask a beat is never S (an RR-irregular beat in
+4. Ventricular second look (:mod:`ecgtrace.tools._classify_ventricular`): a wide, very different beat
+   without the dominant P wave is V whatever its timing; F stays F only with the dominant P and an
+   intermediate QRS, else V. A narrow beat in a run started by a rhythm break whose RR is clearly short
+   against the record's long-window RR is S (a run of atrial tachycardia).
+5. **AF first**: inside the AF mask a beat is never S (an RR-irregular beat in
    AF is not a premature atrial beat); it falls back to the next most likely
    class.
 
@@ -43,12 +47,14 @@ from ecgtrace.errors import EcgTraceError
 from ecgtrace.tools import _classify_model as cm
 from ecgtrace.tools import _classify_pipeline as cp
 from ecgtrace.tools import _classify_short as cs
+from ecgtrace.tools import _classify_runs as cr
+from ecgtrace.tools import _classify_ventricular as cv
 from ecgtrace.tools.annotations import AAMI_ORDER
 from ecgtrace.tools.records import RecordInfo, iter_chunks, open_record, read_samples
 
 METHOD = "rr-template-forest"
-VERSION = "4"  # 4: PAC_RULE (narrow beats with an abrupt RR break on both sides and a foreign P are S; chosen on DS1 LORO)
-# 3: the wide-V rule needs ectopic timing of the beat's look-alikes (chosen on DS1 leave-one-record-out)
+VERSION = "5"  # 5: deviant-V and fusion rules (_classify_ventricular), SVT runs vs the long RR (_classify_runs); on DS1
+# 4: PAC_RULE (abrupt RR break on both sides + foreign P -> S); 3: wide-V rule needs ectopic timing of look-alikes;
 # 2: model trained on MIT-BIH DS1 only; no S next to an artifact span
 
 #: P wave present: pre-QRS segment correlates with the template's P and has a similar size.
@@ -317,7 +323,8 @@ def _labels_with_s_rules(score: np.ndarray, classes: Sequence[str], feats: dict[
     score[~_s_runs_from_premature(names[score.argmax(axis=1)] == "S", feats["prematurity"]), si] = -1.0
     labels = names[score.argmax(axis=1)]
     pac = _abrupt_premature_narrow(feats) & ~in_af & ~rr_unreliable & (labels == "N")
-    return np.where(pac, "S", labels)
+    labels = np.where(pac, "S", labels)
+    return np.where(cr.svt_run(feats, labels, in_af | rr_unreliable), "S", labels)
 
 
 def _decide(feats, beats, fs_hz, af_mask, artifact_spans, n_templates, params, forest: cm.Forest | None = None,
@@ -360,7 +367,7 @@ def _decide(feats, beats, fs_hz, af_mask, artifact_spans, n_templates, params, f
         # (intermittent bundle-branch block, 2:1 conduction) is conduction, not ventricular ectopy
         & ((feats["clu_prematurity"] >= r["clu_prematurity_min"]) | (feats["clu_compensatory_ratio"] >= r["clu_compensatory_min"]))
     )
-    labels = np.where(wide_v & ((labels == "N") | (labels == "S")), "V", labels)
+    labels = cv.apply(np.where(wide_v & ((labels == "N") | (labels == "S")), "V", labels), feats)
     labels = np.where(in_artifact | no_signal, "Q", labels).astype("<U1")
     out = dict(feats)
     out["template_corr_max"] = feats["corr_qrs_max"]
@@ -382,6 +389,7 @@ def _decide(feats, beats, fs_hz, af_mask, artifact_spans, n_templates, params, f
             "decision_weights": dict(DECISION_WEIGHTS),
             "wide_v_rule": dict(WIDE_V_RULE),
             "pac_rule": dict(PAC_RULE),
+            "deviant_v_rule": dict(cv.DEVIANT_V_RULE), "fusion_rule": dict(cv.FUSION_RULE), "svt_run_rule": dict(cr.SVT_RUN_RULE),
             "rr_artifact_margin_s": RR_ARTIFACT_MARGIN_S,
             "s_min_prematurity": S_MIN_PREMATURITY,
             "n_rr_unreliable": int(np.count_nonzero(rr_unreliable)),

@@ -38,7 +38,8 @@ import numpy as np
 from ecgtrace.errors import EcgTraceError
 from ecgtrace.jsonio import write_through_temp_folder
 from ecgtrace.tools._atrial import atrial_activity
-from ecgtrace.tools._delineate import AMPLITUDES, POINTS, SIGNAL_KEYS, DelineationParams, delineate_lead, preprocess
+from ecgtrace.tools._delineate import AMPLITUDES, POINTS, SIGNAL_KEYS, DelineationParams, delineate_lead
+from ecgtrace.tools._delineate_filters import preprocess
 from ecgtrace.tools._delineate_consistency import ConsistencyParams, beat_consistency
 from ecgtrace.tools._delineate_p import clear_p_marks, p_wave_rule
 from ecgtrace.tools._delineate_measures import LeadMeasurements, WindowMeasurements, measure_delineation

@@ -21,11 +21,12 @@ from ecgtrace.agents.audit._features_leads import (
     MORPHOLOGY_FLAGS, MORPHOLOGY_VALUES, P_PR_TOLERANCE_MS, BeatView, amplitudes_calibrated, beat_lead_values, drop_small_qrs_widths, drop_uncalibrated,
     lead_features, median, twelve_lead,
 )
+from ecgtrace.agents.audit._pacing import paced_beats
 from ecgtrace.jsonio import plain_json
 from ecgtrace.tools.measure import WindowMeasurements, measure_window
 from ecgtrace.tools.records import SignalWindow
 
-FEATURES_VERSION = "5"
+FEATURES_VERSION = "6"  # 6: paced_beat_pct from pacing spikes on the signal where no reference symbols exist
 PREMATURE_RATIO = 0.85  # RR < 85 % of the reference RR ...
 REFERENCE_RRS = 5  # ... the median of the (up to) 5 preceding RR intervals
 WIDE_QRS_MS = 120.0
@@ -204,6 +205,14 @@ def _consensus(view: BeatView) -> Consensus:
     return Consensus(beat_qrs, qrs_by_lead, p_by_lead, pr_by_lead, beat_pr, detected_p, beat_p, median_pr)
 
 
+def _qrs_onsets(view: BeatView) -> np.ndarray:
+    """Each beat's QRS onset (absolute sample, median over the leads that mark it; NaN where none does)."""
+    marks = np.array([[view.m.delineation.per_lead[lead].points["qrs_on"][j] if j >= 0 else -1 for j in view.order] for lead in view.leads], dtype=float)
+    marks[marks < 0] = np.nan
+    with np.errstate(all="ignore"):
+        return np.array([np.nanmedian(col) if np.isfinite(col).any() else np.nan for col in marks.T])
+
+
 def _premature_features(feats: dict[str, Any], rh: Rhythm, c: Consensus) -> list[int]:
     """Premature beats, their width; returns the beats ``premature_qrs_ms`` is read on."""
     prem_idx = [k for k in range(rh.samples.size) if rh.premature[k]]
@@ -295,6 +304,9 @@ def window_features(window: SignalWindow, table: BeatTable) -> WindowFeatures:
     width_idx = _premature_features(feats, rh, c)
     symbols = [str(s) for s in np.asarray(table.symbols)[np.isin(table.samples, rh.samples)]] if table.symbols is not None else None
     _class_features(feats, rh, table, fs, symbols)
+    if symbols is None and amplitudes_calibrated(window.signal_mv):  # no reference '/' marks: the spikes the signal shows (mV thresholds)
+        feats["paced_beat_pct"] = 100.0 * float(np.mean(paced_beats(window.signal_mv, fs, _qrs_onsets(view) - window.sampfrom,
+                                                                      rh.samples - window.sampfrom)))
     dominant = _dominant(rh)
     _p_wave_features(feats, per_lead, rh, c, view.leads)
     qrs_size = lead_features(view, dominant, per_lead)

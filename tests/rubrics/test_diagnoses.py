@@ -208,7 +208,10 @@ def test_a_finding_can_name_another_diagnosis(graphs, tmp_path: Path) -> None:
     with pytest.raises(RubricError, match="names unknown diagnosis 'lbbb'"):
         load_diagnoses(tmp_path)
     shutil.copy(builtin_dir("diagnoses") / "lbbb.yaml", tmp_path / "lbbb.yaml")
-    assert sorted(load_diagnoses(tmp_path)) == ["lafb", "lbbb"]
+    with pytest.raises(RubricError, match="names unknown diagnosis 'paced_rhythm'"):  # the pacing exclusion names a second graph
+        load_diagnoses(tmp_path)
+    shutil.copy(builtin_dir("diagnoses") / "paced_rhythm.yaml", tmp_path / "paced_rhythm.yaml")
+    assert sorted(load_diagnoses(tmp_path)) == ["lafb", "lbbb", "paced_rhythm"]
     bad = text.replace("diagnosis: lbbb, op", "diagnosis: lbbb, unit: mV, op")
     (tmp_path / "lafb.yaml").write_text(bad, encoding="utf-8")
     assert "has only feature, diagnosis, op and value" in validate_diagnosis_file(tmp_path / "lafb.yaml")[0]

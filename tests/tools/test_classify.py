@@ -207,3 +207,75 @@ def test_pac_rule_needs_an_abrupt_break_and_a_foreign_p():
     swapped = {k: v[order] for k, v in feats.items()}
     res = cl._decide(swapped, beats, 250.0, af[order], [(beats[1] - 10, beats[1] - 5)], 1, {}, forest=_always_n_forest())
     assert res.classes.tolist() == ["N"] * n
+
+
+def _one_class_forest(cls: str):
+    import ecgtrace.tools._classify_model as cm
+
+    value = np.array([[1.0 if c == cls else 0.0 for c in ("N", "S", "V", "F")]], np.float32)
+    return cm.Forest(feature_names=("prematurity",), classes=("N", "S", "V", "F"), feature=np.array([-1], np.int32),
+                     threshold=np.array([0.0]), left=np.array([-1], np.int32), right=np.array([-1], np.int32),
+                     value=value, roots=np.array([0], np.int32), max_depth=0, meta={})
+
+
+def _on_time_feats(width_ratio, corr_qrs_mean, p_corr, noise_ratio):
+    """Hand-made features of on-time beats (no prematurity, no pause, look-alikes on time: the wide-V rule stays out)."""
+    n = len(width_ratio)
+    feats = {"width_ratio": np.array(width_ratio, float), "corr_qrs_mean": np.array(corr_qrs_mean, float),
+             "p_corr": np.array(p_corr, float), "noise_ratio": np.array(noise_ratio, float)}
+    feats.update(corr_qrs_max=feats["corr_qrs_mean"], clu_width_ratio=feats["width_ratio"], prematurity=np.zeros(n),
+                 p_amp_ratio=np.ones(n), n_leads_used=np.full(n, 2.0), rr_prev_ms=np.full(n, 1000.0),
+                 rr_next_ms=np.full(n, 1000.0), rr_change=np.ones(n), has_template=np.ones(n, bool),
+                 clu_prematurity=np.zeros(n), clu_compensatory_ratio=np.ones(n))
+    return feats
+
+
+def test_deviant_v_rule_needs_a_missing_sinus_p():
+    """An on-time beat the forest calls N is V when wide, very different and without the dominant P; a wide
+    conducted beat (bundle-branch block: dominant P present), a slightly different beat and a noisy one stay N."""
+    from ecgtrace.tools import _classify_ventricular as cv
+    from ecgtrace.tools import classify as cl
+
+    # late-coupled V | BBB with sinus P | similar QRS | noisy | narrow but different
+    feats = _on_time_feats([1.5, 1.5, 1.5, 1.5, 1.0], [0.5, 0.5, 0.8, 0.5, 0.5], [0.0, 0.9, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.6, 0.0])
+    res = cl._decide(feats, np.arange(5) * 2000 + 500, 250.0, None, (), 1, {}, forest=_one_class_forest("N"))
+    assert res.classes.tolist() == ["V", "N", "N", "N", "N"]
+    assert res.provenance["params"]["deviant_v_rule"] == cv.DEVIANT_V_RULE and res.provenance["version"] == "5"
+
+
+def test_fusion_needs_the_sinus_p_and_an_intermediate_qrs():
+    """A beat the forest calls F stays F only with the dominant P and a QRS still close to the dominant one."""
+    from ecgtrace.tools import classify as cl
+
+    # fusion | no sinus P | QRS far from the dominant one | neither
+    feats = _on_time_feats([1.1, 1.1, 1.1, 1.1], [0.85, 0.85, 0.55, 0.55], [0.8, 0.1, 0.8, 0.1], [0.0] * 4)
+    res = cl._decide(feats, np.arange(4) * 2000 + 500, 250.0, None, (), 1, {}, forest=_one_class_forest("F"))
+    assert res.classes.tolist() == ["F", "V", "V", "V"]
+
+
+def test_svt_run_counts_from_a_rhythm_break_against_the_long_rr():
+    """Hand-made RR series: 400 beats at 800 ms with a 10-beat run at 480 ms (40 % short of the long median).
+    The run is S from its premature first beat on; the same fast beats without a break, wide, or in AF stay N."""
+    from ecgtrace.tools import _classify_runs as cr
+
+    n = 400
+    rr = np.full(n, 800.0)
+    rr[200:210] = 480.0
+    assert np.allclose(cr.long_prematurity(rr, 150)[200:210], 1.0 - 480.0 / 800.0)
+    prem = np.zeros(n)
+    prem[200] = 0.4  # the first beat breaks the local rhythm; inside the run the local median is the run's own RR
+    feats = {"rr_prev_ms": rr, "prematurity": prem, "corr_qrs_mean": np.full(n, 0.97), "width_ratio": np.ones(n)}
+    labels = np.full(n, "N")
+    none = np.zeros(n, bool)
+    assert np.flatnonzero(cr.svt_run(feats, labels, none)).tolist() == list(range(200, 210))
+    assert not cr.svt_run({**feats, "prematurity": np.zeros(n)}, labels, none).any()  # gradual: no break
+    wide = np.ones(n)
+    wide[200:210] = 1.5
+    assert not cr.svt_run({**feats, "width_ratio": wide}, labels, none).any()  # wide: not supraventricular
+    af = none.copy()
+    af[195:215] = True
+    assert not cr.svt_run(feats, labels, af).any()  # AF first
+    # a run whose first beat the forest already called S continues from it, and only N beats are returned
+    labels_s = labels.copy()
+    labels_s[200] = "S"
+    assert np.flatnonzero(cr.svt_run({**feats, "prematurity": np.zeros(n)}, labels_s, none)).tolist() == list(range(201, 210))

@@ -88,7 +88,7 @@ def _rule(d: np.ndarray, main: int, lo: int, hi: int) -> tuple[int, int]:
 
 def _noisy_lead(noise_mv: float = 0.02, ectopic: int | None = None, seed: int = 1) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """Identical QRS complexes plus white noise, low-passed at 40 Hz as the delineator's ``xf``; each beat's own offset is the rule on its noisy slope."""
-    from ecgtrace.tools._delineate import _lowpass
+    from ecgtrace.tools._delineate_filters import lowpass as _lowpass
 
     beats = np.arange(1, 13) * RR
     t = np.arange(14 * RR, dtype=np.float64)

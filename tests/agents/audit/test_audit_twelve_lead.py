@@ -19,7 +19,7 @@ def measured(shared_data, tmp_path_factory):
     out = {}
     for name, rel in (("ptbxl_41", "ptbxl/records100/00000/00041_lr"), ("ptbxl_102", "ptbxl/records100/00000/00102_lr"),
                       ("ptbxl_139", "ptbxl/records100/00000/00139_lr"), ("ptbxl_1", "ptbxl/records500/00000/00001_hr"),
-                      ("ludb_10", "ludb/data/10"), ("ludb_34", "ludb/data/34")):
+                      ("ludb_10", "ludb/data/10"), ("ludb_34", "ludb/data/34"), ("ptbxl_143", "ptbxl/records100/00000/00143_lr")):
         info = open_record(shared_data / rel)
         table, ref = beat_table(info, None, cache)
         wf = window_features(read_window(info, 0.0, info.duration_s), table)
@@ -33,6 +33,20 @@ def test_expert_positive_records_walk_to_yes(measured, graphs, record: str, diag
     features, _, labels, info = measured[record]
     assert labels.label(graphs[diagnosis], 0.0, info.duration_s) is True  # the expert says yes ...
     assert evaluate(graphs[diagnosis], features, graphs).decision is True  # ... and so does the graph on our measurements
+
+
+def test_a_paced_record_is_paced_and_no_fascicular_block(measured, graphs) -> None:
+    """PTB-XL 143 (SCP PACE, tuned half): its paced QRS has a left axis, qR in I/aVL and rS inferiorly, as LAFB has.
+
+    The spikes seen on the signal make it paced (wide QRS), and the pacing exclusion stops LAFB and LPFB there.
+    """
+    features, _, labels, info = measured["ptbxl_143"]
+    assert labels.label(graphs["paced_rhythm"], 0.0, info.duration_s) is True and labels.label(graphs["lafb"], 0.0, info.duration_s) is False
+    assert features["paced_beat_pct"] >= 50.0
+    assert evaluate(graphs["paced_rhythm"], features, graphs).decision is True
+    for gid in ("lafb", "lpfb"):
+        path = evaluate(graphs[gid], features, graphs)
+        assert path.path_id == f"{gid}:no_lbbb-/no_paced+=>no", path.path_id
 
 
 def test_a_normal_record_is_negative_for_every_12_lead_diagnosis(measured, graphs) -> None:

@@ -1,0 +1,65 @@
+"""Pacing spikes seen on the signal, for ``paced_beat_pct`` where the record has no reference beat symbols.
+
+A pacemaker's stimulus lasts about 0.5-1 ms; after the recorder's filters it is
+a deflection one or two samples wide at 100-500 Hz, seen at the same instant in
+most leads (the stimulus projects onto every lead). Physiological waves are
+wider: at 100 Hz even a narrow QRS spans 6 or more samples. So a spike is
+where the signal leaves a 5-sample running median by at least
+:data:`SPIKE_RESIDUAL_MV` in at least :data:`SPIKE_MIN_LEADS` leads at once.
+
+A ventricular stimulus comes at the start of the paced QRS, well before its
+main deflection: a beat counts as paced when a spike lies between
+:data:`SPIKE_BEFORE_ONSET_MS` before its QRS onset (median over the leads) and
+:data:`SPIKE_BEFORE_R_MS` before its R peak. A narrow beat's R peak comes
+20-50 ms after its onset, so its own peak never falls in that span.
+
+This is what the detector *sees*: spikes smeared below the threshold by a low
+sampling rate are not seen, as P waves the delineator misses are not. The
+thresholds were set on the tuned PTB-XL records (ecg_id 1-150, 100 Hz; two of
+them paced, 143 and 144): there 83 % of the paced beats show a spike, and no
+unpaced record more than 38 % of its beats (ecg_id 60, a 20-30 ms QRS that
+itself spans two samples, narrow, so ``paced_rhythm``'s wide-QRS criterion
+rules it out); see ``benchmarks/audit_items.py`` for the split.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.signal import medfilt
+
+PACING_VERSION = "1"
+MEDIAN_SAMPLES = 5  # running median that removes deflections of 1-2 samples and keeps waves of 3 or more
+SPIKE_RESIDUAL_MV = 0.1  # a spike leaves the running median by at least this ...
+SPIKE_MIN_LEADS = 5  # ... in at least this many leads at the same sample
+SPIKE_BEFORE_ONSET_MS = 20.0  # a ventricular spike lies from this long before the QRS onset ...
+SPIKE_BEFORE_R_MS = 50.0  # ... up to this long before the R peak
+
+
+def spike_leads(signal_mv: np.ndarray) -> np.ndarray:
+    """Per sample: how many leads leave their 5-sample running median by at least SPIKE_RESIDUAL_MV."""
+    x = np.nan_to_num(np.asarray(signal_mv, dtype=float))
+    if x.ndim == 1:
+        x = x[:, None]
+    if x.shape[0] < MEDIAN_SAMPLES:
+        return np.zeros(x.shape[0], dtype=int)
+    smooth = np.stack([medfilt(x[:, j], MEDIAN_SAMPLES) for j in range(x.shape[1])], axis=1)
+    return (np.abs(x - smooth) >= SPIKE_RESIDUAL_MV).sum(axis=1)
+
+
+def paced_beats(signal_mv: np.ndarray, fs_hz: float, qrs_on: np.ndarray, r_peaks: np.ndarray) -> np.ndarray:
+    """Per beat (samples relative to the window): True when a pacing spike precedes its main deflection.
+
+    ``qrs_on`` is each beat's QRS onset (NaN or negative: not delineated, and the
+    beat is not called paced); ``r_peaks`` its R peak.
+    """
+    x = np.asarray(signal_mv, dtype=float)
+    counts = spike_leads(x)
+    min_leads = min(SPIKE_MIN_LEADS, x.shape[1] if x.ndim == 2 else 1)  # fewer leads than that: every lead must see it
+    out = np.zeros(len(r_peaks), dtype=bool)
+    for k, (on, r) in enumerate(zip(np.asarray(qrs_on, dtype=float), np.asarray(r_peaks, dtype=float))):
+        if not np.isfinite(on) or on < 0:
+            continue
+        lo = max(int(round(on - SPIKE_BEFORE_ONSET_MS * fs_hz / 1000.0)), 0)
+        hi = min(int(round(r - SPIKE_BEFORE_R_MS * fs_hz / 1000.0)), counts.size - 1)
+        out[k] = hi >= lo and bool(counts[lo : hi + 1].max() >= min_leads)
+    return out
