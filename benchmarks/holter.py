@@ -41,17 +41,20 @@ _ANNOTATE = """
 import json, resource, sys, time
 def peak_mb(who=resource.RUSAGE_SELF):
     return resource.getrusage(who).ru_maxrss / 1024
+def cpu_s():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
 t_start = time.perf_counter()
-marks = [("start", 0.0, peak_mb(), peak_mb(resource.RUSAGE_CHILDREN))]
+marks = [("start", 0.0, peak_mb(), peak_mb(resource.RUSAGE_CHILDREN), cpu_s())]
 from ecgtrace.tools.annotate import annotate_record
-marks.append(("import", time.perf_counter() - t_start, peak_mb(), peak_mb(resource.RUSAGE_CHILDREN)))
+marks.append(("import", time.perf_counter() - t_start, peak_mb(), peak_mb(resource.RUSAGE_CHILDREN), cpu_s()))
 seen = set()
 def progress(stage, done, total):
     if done >= total and stage not in seen:
         seen.add(stage)
-        marks.append((stage, time.perf_counter() - t_start, peak_mb(), peak_mb(resource.RUSAGE_CHILDREN)))
+        marks.append((stage, time.perf_counter() - t_start, peak_mb(), peak_mb(resource.RUSAGE_CHILDREN), cpu_s()))
 a = annotate_record(sys.argv[1], cache_dir=sys.argv[2], workers=int(sys.argv[3]), prefer_reference=sys.argv[4] == "1", use_cache=sys.argv[5] == "1", progress=progress)
-marks.append(("done", time.perf_counter() - t_start, peak_mb(), peak_mb(resource.RUSAGE_CHILDREN)))
+marks.append(("done", time.perf_counter() - t_start, peak_mb(), peak_mb(resource.RUSAGE_CHILDREN), cpu_s()))
 print(json.dumps({"marks": marks, "timings_s": a.timings_s, "from_cache": a.from_cache, "source": a.provenance["source"],
                   "n_beats": a.summary["n_beats"], "events": a.summary["events"]}))
 """
@@ -93,12 +96,14 @@ def main(argv: list[str] | None = None) -> int:
             runs[label] = res
     first = runs["first run"]
     table = Table(title=f"annotate_record, {args.hours:g} h record, {'reference beats' if reference else 'detected beats'}, workers={args.workers}")
-    for col in ("stage", "stage s", "elapsed s", "peak RSS MB (self)", "peak RSS MB (largest worker)"):
+    # CPU seconds (user + system, this process) next to wall seconds: on a shared machine the wall time
+    # of a stage grows with the other load, its CPU time much less
+    for col in ("stage", "stage s", "stage CPU s", "elapsed s", "peak RSS MB (self)", "peak RSS MB (largest worker)"):
         table.add_column(col, justify="right" if col != "stage" else "left")
-    previous = 0.0
-    for stage, elapsed, self_mb, child_mb in first["marks"]:
-        table.add_row(stage, f"{elapsed - previous:.2f}", f"{elapsed:.2f}", f"{self_mb:.0f}", f"{child_mb:.0f}")
-        previous = elapsed
+    previous, previous_cpu = 0.0, first["marks"][0][4]
+    for stage, elapsed, self_mb, child_mb, cpu in first["marks"]:
+        table.add_row(stage, f"{elapsed - previous:.2f}", f"{cpu - previous_cpu:.2f}", f"{elapsed:.2f}", f"{self_mb:.0f}", f"{child_mb:.0f}")
+        previous, previous_cpu = elapsed, cpu
     console.print(table)
     total = first["marks"][-1][1]
     # ru_maxrss of RUSAGE_CHILDREN is the largest single child; with N workers alive at once the

@@ -62,7 +62,7 @@ from scipy.ndimage import maximum_filter1d, uniform_filter1d
 from scipy.signal import find_peaks, sosfilt, sosfiltfilt
 
 from ecgtrace.tools._beats_excursion import implausible_blocks, lf_quiet_share
-from ecgtrace.tools._beats_grid import DetectorParams, band_edges, bandpass_sos, block_centres_local, block_reduce, sliding
+from ecgtrace.tools._beats_grid import DetectorParams, band_edges, bandpass_sos, block_centres_local, block_reduce, nanmedian_rows, sliding
 
 __all__ = ["ALGORITHM_VERSION", "ChunkDetections", "DetectorParams", "detect_chunk"]
 
@@ -370,7 +370,7 @@ def _local_median_rr(pos: np.ndarray, rr: np.ndarray, fs_hz: float, half_s: floa
     med = np.full(rr.size, 1.0 * fs_hz)
     enough = count >= 2
     if width and enough.any():
-        med[enough] = np.nanmedian(vals[enough], axis=1)
+        med[enough] = nanmedian_rows(vals[enough])
     return med
 
 
@@ -385,7 +385,7 @@ def _refine(x: np.ndarray, beats: np.ndarray, best: np.ndarray, fs_hz: float, re
     finite = np.isfinite(win)
     win = np.where(finite.any(axis=1, keepdims=True), win, 0.0)  # a window with no finite sample stays put
     win = np.where(np.isfinite(win), win, np.nan)
-    baseline = np.nanmedian(win, axis=1, keepdims=True)
+    baseline = nanmedian_rows(win)[:, None]
     inner = np.abs(win[:, base_half - r : base_half + r + 1] - baseline)
     inner = np.nan_to_num(inner, nan=-1.0)
     shift = np.argmax(inner, axis=1) - r

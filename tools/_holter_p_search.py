@@ -105,47 +105,82 @@ def subtract_qrst(f: np.ndarray, beats: np.ndarray, good: np.ndarray, is_n: np.n
     return res
 
 
-def _lead_sum(per_lead: np.ndarray) -> np.ndarray:
+def _lead_sum(per_lead: np.ndarray, work: Workspace | None = None) -> np.ndarray:
     """``per_lead.T.sum(axis=1)`` for a (leads, n) array, rounded as numpy sums each contiguous row of the (n, leads) array."""
     if per_lead.shape[0] >= 8:  # numpy sums 8 or more in pairs: let it
         return np.ascontiguousarray(per_lead.T).sum(axis=1)
-    total = per_lead[0].copy()
+    total = work.get("lead_total", per_lead.shape[1:]) if work is not None else np.empty(per_lead.shape[1:])
+    np.copyto(total, per_lead[0])
     for row in per_lead[1:]:  # under 8 terms numpy adds them one by one
         total += row
     return total
 
 
-def sliding_corr(res: np.ndarray, tpl: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+class Workspace:
+    """Float64 buffers reused from chunk to chunk by one P-wave search (never shared between searches or threads).
+
+    A 10-min chunk's (leads, samples) arrays are ~3.7 MB each: allocated fresh
+    for every chunk, each page of them faults in again (seconds of system time
+    over the 144 chunks of a 24 h record). :meth:`get` hands out a view of a
+    buffer that only ever grows.
+    """
+
+    def __init__(self) -> None:
+        self._buffers: dict[str, np.ndarray] = {}
+
+    def get(self, name: str, shape: tuple[int, ...]) -> np.ndarray:
+        size = int(np.prod(shape))
+        buffer = self._buffers.get(name)
+        if buffer is None or buffer.size < size:
+            buffer = self._buffers[name] = np.empty(max(size, 1))
+        return buffer[:size].reshape(shape)
+
+
+def sliding_corr(res: np.ndarray, tpl: np.ndarray, work: Workspace | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Multi-lead normalised correlation and scale of ``tpl`` at each centre sample of ``res``.
 
     Computed lead-major ((leads, n) arrays: each lead contiguous), in the
-    operations and order of the (n, leads) formulation it replaces.
+    operations and order of the (n, leads) formulation it replaces; the
+    intermediate arrays live in ``work`` (the returned two are new).
     """
+    work = work or Workspace()
     n, m = res.shape[0], tpl.shape[0]
-    res_t = np.ascontiguousarray(res.T)
-    num = np.zeros(n)
-    for row in fftconvolve(res_t, tpl[::-1].T, mode="same", axes=-1):  # the leads' transforms in one call
+    n_leads = res.shape[1]
+    csum = work.get("csum", (n_leads, n + 1))  # a zero, then each lead's samples; cumulated below
+    csum[:, 0] = 0.0
+    csum[:, 1:] = res.T
+    num = work.get("num", (n,))
+    num.fill(0.0)
+    for row in fftconvolve(csum[:, 1:], tpl[::-1].T, mode="same", axes=-1):  # the leads' transforms in one call
         num += row  # summed lead by lead, in order, as a sum over the leads always was
-    lo = np.clip(np.arange(n) - m // 2, 0, n - m)
-    # in place where it saves a pass or an allocation: the same operations on the same values
-    csum = np.hstack([np.zeros((res_t.shape[0], 1)), res_t])
-    csq = np.square(csum)
+    csq = np.square(csum, out=work.get("csq", csum.shape))
     np.cumsum(csum, axis=1, out=csum)
     np.cumsum(csq, axis=1, out=csq)
     if n >= m:  # each full window once; the edge samples reuse the first and last
-        s1, s2 = csum[:, m:] - csum[:, :-m], csq[:, m:] - csq[:, :-m]
+        s1 = np.subtract(csum[:, m:], csum[:, :-m], out=work.get("s1", (n_leads, n - m + 1)))
+        s2 = np.subtract(csq[:, m:], csq[:, :-m], out=work.get("s2", (n_leads, n - m + 1)))
     else:
+        lo = np.clip(np.arange(n) - m // 2, 0, n - m)
         s1, s2 = csum[:, lo + m] - csum[:, lo], csq[:, lo + m] - csq[:, lo]
     np.multiply(s1, s1, out=s1)
     s1 /= m
     s2 -= s1
-    var = np.maximum(_lead_sum(s2), 1e-12)
-    if n >= m:
-        var = var[lo]
+    per_window = np.maximum(_lead_sum(s2, work), 1e-12, out=work.get("lead_sum", (s2.shape[1],)) if n_leads < 8 else None)
+    var = _spread_to_centres(per_window, n, m, work) if n >= m else per_window
     energy = float((tpl * tpl).sum())
     var *= energy
     np.sqrt(var, out=var)
     return num / var, num / energy
+
+
+def _spread_to_centres(per_window: np.ndarray, n: int, m: int, work: Workspace) -> np.ndarray:
+    """``per_window[clip(arange(n) - m // 2, 0, n - m)]`` (the window of each centre sample), by three copies."""
+    half = m // 2
+    out = work.get("var", (n,))
+    out[:half] = per_window[0]
+    out[half : half + per_window.size] = per_window
+    out[half + per_window.size :] = per_window[-1]
+    return out
 
 
 def pick_peaks(corr: np.ndarray, scale: np.ndarray, allowed: np.ndarray, t_zone: np.ndarray, fs_hz: float, p: dict[str, Any]) -> np.ndarray:

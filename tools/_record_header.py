@@ -6,9 +6,11 @@ Shared by the WFDB reader (:mod:`ecgtrace.tools.records`) and the EDF reader
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import stat
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -147,3 +149,97 @@ def parse_patient(comments: Sequence[str]) -> dict[str, Any]:
 
 def _mv_scale(unit: str) -> float:
     return _MV_PER_UNIT.get(unit.strip().lower(), 1.0)
+
+
+_WFDB_NUMBER = r"\d*\.?\d*"
+#: ``fs[/counter_freq[(base_counter)]]`` as the WFDB header format writes it (no exponent, no sign).
+_FS_FIELD = re.compile(rf"({_WFDB_NUMBER})(/-?{_WFDB_NUMBER}(\(-?{_WFDB_NUMBER}\))?)?")
+#: ``adc_gain[(baseline)][/units]``; wfdb misreads anything else (``nan`` turns the rest of the line into the lead name).
+_GAIN_FIELD = re.compile(rf"-?{_WFDB_NUMBER}(e[+-]?\d+)?(\(-?\d+\))?(/[\w^\-?%/]*)?")
+
+
+def _check_record_line(base: Path) -> None:
+    """Check the header's record and signal lines ourselves, before wfdb reads them.
+
+    wfdb reads ``-250`` as a rate of 250 Hz, ``1e9`` as 1 Hz with zero samples,
+    ``nan`` as a gain by shifting the line into the lead name, and spends a
+    minute on a header declaring 100,000 signals; each is refused here with
+    what is wrong.
+    """
+    header = Path(f"{base}.hea")
+    try:
+        size = require_regular_file(header, "the header").stat().st_size
+        if size > MAX_HEADER_BYTES:
+            raise RecordError(f"{header}: {size} bytes is not a WFDB header (at most {MAX_HEADER_BYTES})")
+        text = header.read_text(encoding="latin-1")
+    except OSError as exc:
+        raise RecordError(f"{base}.hea: cannot read header ({exc.strerror})") from None
+    lines = [line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    tokens = lines[0].split() if lines else []
+    if len(tokens) < 2 or not tokens[1].isdigit():
+        raise RecordError(f"{base}.hea: corrupt header (the record line must give a name and a signal count)")
+    n_sig = int(tokens[1])
+    if n_sig > MAX_SIGNALS:
+        raise RecordError(f"{base}.hea: declares {n_sig} signals; at most {MAX_SIGNALS} are supported")
+    if len(tokens) >= 3:
+        _check_fs_token(base, tokens[2])
+    if len(tokens) >= 4 and not tokens[3].isdigit():
+        raise RecordError(f"{base}.hea: corrupt header (sample count {tokens[3]!r} is not a whole number)")
+    if "/" in tokens[0]:
+        return  # multi-segment: refused with its own message once wfdb has read it
+    if len(lines) - 1 < n_sig:
+        raise RecordError(f"{base}.hea: contradictory header: declares {n_sig} signals but has {len(lines) - 1} signal lines")
+    for number, line in enumerate(lines[1 : 1 + n_sig], start=1):
+        _check_signal_line(base, number, line)
+
+
+def _check_fs_token(base: Path, token: str) -> None:
+    match = _FS_FIELD.fullmatch(token)
+    if match is None or not any(ch.isdigit() for ch in match.group(1)):
+        raise RecordError(f"{base}.hea: corrupt header (sampling rate {token!r} is not a positive decimal number)")
+    fs_value = float(match.group(1))
+    if not math.isfinite(fs_value) or fs_value <= 0:
+        raise RecordError(f"{base}.hea: sampling rate must be > 0 Hz, header says {token}")
+    if fs_value > MAX_FS_HZ:
+        raise RecordError(f"{base}.hea: sampling rate {fs_value:g} Hz is above {MAX_FS_HZ:g} Hz; not an ECG recording")
+
+
+def _check_signal_line(base: Path, number: int, line: str) -> None:
+    """One signal line: a gain wfdb can read, a lead name without control characters."""
+    tokens = line.split()
+    if len(tokens) >= 3 and (_GAIN_FIELD.fullmatch(tokens[2]) is None or not any(ch.isdigit() for ch in tokens[2].split("(")[0].split("/")[0])):
+        raise RecordError(f"{base}.hea: signal {number} has an invalid ADC gain {tokens[2]!r}")
+    if len(tokens) >= 9:
+        check_lead_name(f"{base}.hea", " ".join(tokens[8:]))
+    elif "\x00" in line:
+        raise RecordError(f"{base}.hea: signal line {number} holds NUL bytes (a corrupt header)")
+
+
+#: Parsed WFDB headers kept per process (most recently used last); at most this many records.
+HEADER_CACHE_SIZE = 32
+_WFDB_HEADERS: OrderedDict[str, tuple[tuple[int, ...], Any]] = OrderedDict()
+
+
+def wfdb_header(base: str | os.PathLike[str]) -> Any:
+    """``wfdb.rdheader(base)``, parsed once per version of ``base.hea``: every chunk of a 24 h record reads the same header.
+
+    The entry is keyed by the header's absolute path and used only while the
+    file's modification time, size, inode and change time are those it was parsed
+    from, so a rewritten header is parsed again. The object is shared: copy it
+    (``copy.copy``) before setting any attribute.
+    """
+    import wfdb
+
+    path = os.path.abspath(f"{base}.hea")
+    st = os.stat(path)
+    stamp = (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
+    hit = _WFDB_HEADERS.get(path)
+    if hit is not None and hit[0] == stamp:
+        _WFDB_HEADERS.move_to_end(path)
+        return hit[1]
+    header = wfdb.rdheader(str(base))
+    _WFDB_HEADERS[path] = (stamp, header)
+    _WFDB_HEADERS.move_to_end(path)
+    while len(_WFDB_HEADERS) > HEADER_CACHE_SIZE:
+        _WFDB_HEADERS.popitem(last=False)
+    return header

@@ -36,7 +36,7 @@ import numpy as np
 from scipy.signal import butter, sosfiltfilt
 
 from ecgtrace.tools.af import _runs
-from ecgtrace.tools._holter_p_search import _windows, align_beats, allowed_masks, pick_peaks, sliding_corr, subtract_qrst
+from ecgtrace.tools._holter_p_search import Workspace, _windows, align_beats, allowed_masks, pick_peaks, sliding_corr, subtract_qrst
 from ecgtrace.tools._rhythm_conduction import DEFAULT_CONDUCTION_PARAMS, conducted_p
 from ecgtrace.tools.records import RecordInfo, chunk_bounds, open_record, read_samples
 
@@ -183,8 +183,12 @@ def _keep_blocked(p_samples: np.ndarray, corr: np.ndarray, conducted: np.ndarray
 
 
 
-def _chunk_p(x: np.ndarray, beats: np.ndarray, classes: np.ndarray, fs_hz: float, p: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-    """``(P peaks, their correlation, aligned R peaks, chunk status)`` of one chunk (samples local to the chunk)."""
+def _chunk_p(x: np.ndarray, beats: np.ndarray, classes: np.ndarray, fs_hz: float, p: dict[str, Any],
+             work: Workspace | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+    """``(P peaks, their correlation, aligned R peaks, chunk status)`` of one chunk (samples local to the chunk).
+
+    ``work``: buffers carried from the previous chunk of the same search (none is kept in the result).
+    """
     f = np.ascontiguousarray(_bandpass(np.asarray(x, dtype=np.float64), fs_hz, p["band_hz"]))  # sample-major: beat windows gather whole rows
     is_n = classes == "N"
     good = _regular_normals(beats, classes)
@@ -197,7 +201,7 @@ def _chunk_p(x: np.ndarray, beats: np.ndarray, classes: np.ndarray, fs_hz: float
     info = {"snr": round(snr, 2), "pr_template_ms": round(pr * 1000 / fs_hz, 1), "p_leads": [int(j) for j in np.flatnonzero(shows_p)]}
     if snr < p["min_p_snr"]:
         return np.zeros(0, np.int64), np.zeros(0), beats, {**info, "status": "no visible P waves (template under the beat-to-beat residual)"}
-    corr, scale = sliding_corr(res[:, shows_p], tpl[:, shows_p])
+    corr, scale = sliding_corr(res[:, shows_p], tpl[:, shows_p], work)
     bad = ~np.isfinite(x).all(axis=1)  # finite in float32 is finite in float64: no copy
     allowed, t_zone = allowed_masks(f.shape[0], beats, is_n, fs_hz, p)
     peaks = pick_peaks(corr, scale, allowed & ~bad, t_zone, fs_hz, p)
@@ -249,17 +253,18 @@ def _extra_p_trusted(p_samples: np.ndarray, extra: np.ndarray, beats: np.ndarray
 
 
 def _p_of_chunk(info: RecordInfo, start: int, stop: int, leads: list[int], beats: np.ndarray, classes: np.ndarray,
-                p: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+                p: dict[str, Any], work: Workspace | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
     """One chunk read and searched (``beats`` are its own): ``(P peaks, their correlation, aligned R peaks, status)``, record samples."""
     window = read_samples(info, start, stop, leads)
-    peaks, pcorr, aligned, meta = _chunk_p(window.signal_mv, beats - start, classes, float(info.fs_hz), p)
+    peaks, pcorr, aligned, meta = _chunk_p(window.signal_mv, beats - start, classes, float(info.fs_hz), p, work)
     return peaks + start, pcorr, aligned, meta
 
 
 def _map_chunks(jobs: list[tuple[Any, ...]], workers: int) -> list[tuple[Any, ...]]:
     """:func:`_p_of_chunk` of every job, in order: here, or in ``workers`` processes that die with this one."""
     if workers <= 1 or len(jobs) <= 1:
-        return [_p_of_chunk(*job) for job in jobs]
+        work = Workspace()  # one set of buffers for the whole serial pass
+        return [_p_of_chunk(*job, work) for job in jobs]
     from ecgtrace.workers import worker_pool
 
     with worker_pool(min(workers, len(jobs))) as pool:

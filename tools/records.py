@@ -12,9 +12,9 @@ decoding the whole record (a 24 h x 3-lead record decoded at once costs about
 
 from __future__ import annotations
 
+import copy
 import math
 import os
-import re
 import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -29,10 +29,12 @@ from ecgtrace.tools._record_header import (
     MAX_HEADER_BYTES,
     MAX_SIGNALS,
     RecordInfo,
+    _check_record_line,
     _mv_scale,
     check_lead_name,
     parse_patient,
     require_regular_file,
+    wfdb_header,
 )
 from ecgtrace.tools.edf import open_edf, read_edf_samples
 
@@ -126,12 +128,10 @@ def open_record(path: str | os.PathLike[str], *, check_leads: bool = True) -> Re
 
 
 def _open_wfdb(base: Path) -> RecordInfo:
-    import wfdb
-
     name = base.name
     _check_record_line(base)
     try:
-        header = wfdb.rdheader(str(base))
+        header = wfdb_header(base)  # parsed here once; every window read of the record reuses it
     except FileNotFoundError:
         raise RecordError(f"{base}.hea: header file not found") from None
     except Exception as exc:  # wfdb raises bare ValueError/IndexError on bad headers
@@ -176,70 +176,6 @@ def _open_wfdb(base: Path) -> RecordInfo:
         comments=comments,
         patient=parse_patient(comments),
     )
-
-
-_WFDB_NUMBER = r"\d*\.?\d*"
-#: ``fs[/counter_freq[(base_counter)]]`` as the WFDB header format writes it (no exponent, no sign).
-_FS_FIELD = re.compile(rf"({_WFDB_NUMBER})(/-?{_WFDB_NUMBER}(\(-?{_WFDB_NUMBER}\))?)?")
-#: ``adc_gain[(baseline)][/units]``; wfdb misreads anything else (``nan`` turns the rest of the line into the lead name).
-_GAIN_FIELD = re.compile(rf"-?{_WFDB_NUMBER}(e[+-]?\d+)?(\(-?\d+\))?(/[\w^\-?%/]*)?")
-
-
-def _check_record_line(base: Path) -> None:
-    """Check the header's record and signal lines ourselves, before wfdb reads them.
-
-    wfdb reads ``-250`` as a rate of 250 Hz, ``1e9`` as 1 Hz with zero samples,
-    ``nan`` as a gain by shifting the line into the lead name, and spends a
-    minute on a header declaring 100,000 signals; each is refused here with
-    what is wrong.
-    """
-    header = Path(f"{base}.hea")
-    try:
-        size = require_regular_file(header, "the header").stat().st_size
-        if size > MAX_HEADER_BYTES:
-            raise RecordError(f"{header}: {size} bytes is not a WFDB header (at most {MAX_HEADER_BYTES})")
-        text = header.read_text(encoding="latin-1")
-    except OSError as exc:
-        raise RecordError(f"{base}.hea: cannot read header ({exc.strerror})") from None
-    lines = [line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
-    tokens = lines[0].split() if lines else []
-    if len(tokens) < 2 or not tokens[1].isdigit():
-        raise RecordError(f"{base}.hea: corrupt header (the record line must give a name and a signal count)")
-    n_sig = int(tokens[1])
-    if n_sig > MAX_SIGNALS:
-        raise RecordError(f"{base}.hea: declares {n_sig} signals; at most {MAX_SIGNALS} are supported")
-    if len(tokens) >= 3:
-        _check_fs_token(base, tokens[2])
-    if len(tokens) >= 4 and not tokens[3].isdigit():
-        raise RecordError(f"{base}.hea: corrupt header (sample count {tokens[3]!r} is not a whole number)")
-    if "/" in tokens[0]:
-        return  # multi-segment: refused with its own message once wfdb has read it
-    if len(lines) - 1 < n_sig:
-        raise RecordError(f"{base}.hea: contradictory header: declares {n_sig} signals but has {len(lines) - 1} signal lines")
-    for number, line in enumerate(lines[1 : 1 + n_sig], start=1):
-        _check_signal_line(base, number, line)
-
-
-def _check_fs_token(base: Path, token: str) -> None:
-    match = _FS_FIELD.fullmatch(token)
-    if match is None or not any(ch.isdigit() for ch in match.group(1)):
-        raise RecordError(f"{base}.hea: corrupt header (sampling rate {token!r} is not a positive decimal number)")
-    fs_value = float(match.group(1))
-    if not math.isfinite(fs_value) or fs_value <= 0:
-        raise RecordError(f"{base}.hea: sampling rate must be > 0 Hz, header says {token}")
-    if fs_value > MAX_FS_HZ:
-        raise RecordError(f"{base}.hea: sampling rate {fs_value:g} Hz is above {MAX_FS_HZ:g} Hz; not an ECG recording")
-
-
-def _check_signal_line(base: Path, number: int, line: str) -> None:
-    """One signal line: a gain wfdb can read, a lead name without control characters."""
-    tokens = line.split()
-    if len(tokens) >= 3 and (_GAIN_FIELD.fullmatch(tokens[2]) is None or not any(ch.isdigit() for ch in tokens[2].split("(")[0].split("/")[0])):
-        raise RecordError(f"{base}.hea: signal {number} has an invalid ADC gain {tokens[2]!r}")
-    if len(tokens) >= 9:
-        check_lead_name(f"{base}.hea", " ".join(tokens[8:]))
-    elif "\x00" in line:
-        raise RecordError(f"{base}.hea: signal line {number} holds NUL bytes (a corrupt header)")
 
 
 def _check_signal_files(base: Path, header: Any, n_samples: int) -> None:
@@ -291,21 +227,74 @@ def read_samples(info: RecordInfo, sampfrom: int, sampto: int, leads: Sequence[s
 
 
 def _read_wfdb_samples(info: RecordInfo, sampfrom: int, sampto: int, indices: list[int]) -> np.ndarray:
-    import wfdb
-
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            record = wfdb.rdrecord(info.path, sampfrom=sampfrom, sampto=sampto, channels=indices, physical=True, return_res=32)
+            signal = np.asarray(_wfdb_physical(info.path, sampfrom, sampto, indices), dtype=np.float32)
     except Exception as exc:
         raise RecordError(f"{info.path}: cannot read samples {sampfrom}..{sampto} ({_one_line(exc)})") from None
-    signal = np.asarray(record.p_signal, dtype=np.float32)
     if signal.shape != (sampto - sampfrom, len(indices)):
         raise RecordError(f"{info.path}: expected {sampto - sampfrom} samples x {len(indices)} leads, read {signal.shape}")
     scales = np.array([_mv_scale(info.units[i]) for i in indices], dtype=np.float32)
     if np.any(scales != 1.0):
         signal = signal * scales
     return signal
+
+
+def _wfdb_physical(base: str, sampfrom: int, sampto: int, channels: list[int]) -> np.ndarray:
+    """``wfdb.rdrecord(base, sampfrom=, sampto=, channels=, physical=True, return_res=32).p_signal`` on the cached header.
+
+    rdrecord parses the header again on every call (about 6 ms, pandas-backed,
+    and a 24 h record is read in 144 chunks by each of four passes). These are
+    the steps of its single-segment branch, on a copy of the header
+    :func:`~ecgtrace.tools._record_header.wfdb_header` keeps, so the samples are
+    the ones rdrecord returns (``tests/tools/test_records.py`` compares them); the
+    checksum of the window, which rdrecord recomputes and nothing here uses, is
+    skipped. Multi-segment headers, or one without a signal length, go through rdrecord.
+    """
+    import wfdb
+    from wfdb.io import _signal
+
+    header = wfdb_header(base)
+    if not isinstance(header, wfdb.Record) or header.sig_len is None:
+        return wfdb.rdrecord(base, sampfrom=sampfrom, sampto=sampto, channels=channels, physical=True, return_res=32).p_signal
+    record = copy.copy(header)  # every step below sets attributes on the copy; the lists it shares are not changed in place
+    record.check_read_inputs(sampfrom, sampto, channels, True, True, 32)
+    record.e_d_signal = _signal._rd_segment(
+        file_name=record.file_name, dir_name=os.path.abspath(os.path.dirname(base)), pn_dir=None, fmt=record.fmt, n_sig=record.n_sig,
+        sig_len=record.sig_len, byte_offset=record.byte_offset, samps_per_frame=record.samps_per_frame, skew=record.skew,
+        init_value=record.init_value, sampfrom=sampfrom, sampto=sampto, channels=channels, ignore_skew=False, no_file=False,
+        sig_data=None, return_res=32,
+    )
+    record.sig_len = sampto - sampfrom  # the window's length: _arrange_fields then keeps the header's checksums instead of summing the window
+    record._arrange_fields(channels=channels, sampfrom=sampfrom, smooth_frames=True)
+    if record.d_signal.dtype.itemsize <= 2 and all(abs(int(b)) < 1 << 23 for b in record.baseline):
+        return _physical_mv32(record.d_signal, record.baseline, record.adc_gain, _signal._digi_nan(record.fmt))
+    record.dac(expanded=False, return_res=32, inplace=True)
+    record.convert_dtype(True, 32, True)
+    return record.p_signal
+
+
+def _physical_mv32(digital: np.ndarray, baseline: Sequence[int], gain: Sequence[float], nan_codes: Sequence[int]) -> np.ndarray:
+    """wfdb's ``dac(return_res=32)`` of 8/16-bit samples, bit for bit, at about half its cost.
+
+    wfdb casts to float32, then subtracts the baseline and divides by the gain in
+    float64 loops over the (n, leads) array with a length-3 inner dimension, rounding to float32 after each.
+    For samples of 16 bits or fewer and a baseline under 2**23 the difference is
+    an integer that float32 holds exactly, so one float64 pass per lead,
+    rounded once at the end, gives the same values.
+    """
+    out = np.empty(digital.shape, np.float32)
+    lead_f64 = np.empty(digital.shape[0], np.float64)
+    for j in range(digital.shape[1]):
+        column = digital[:, j]
+        np.subtract(column, np.float64(baseline[j]), out=lead_f64)
+        lead_f64 /= np.float64(gain[j])
+        out[:, j] = lead_f64
+        missing = column == nan_codes[j]
+        if missing.any():
+            out[missing, j] = np.nan
+    return out
 
 
 def read_window(info: RecordInfo, t0_s: float, t1_s: float, leads: Sequence[str | int] | None = None) -> SignalWindow:

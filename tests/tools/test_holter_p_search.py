@@ -175,3 +175,15 @@ def test_windows_keep_their_shape_and_copy():
     assert w.shape == (2, 5, 2) and np.array_equal(w[1, :, 0], x[8:13, 0])
     w[0] = -1
     assert (x >= 0).all()  # a copy: callers may write into it
+
+
+def test_one_workspace_across_chunks_of_other_sizes_gives_the_same_numbers():
+    # the serial 24 h pass reuses one Workspace: a smaller chunk after a larger one (the record's last),
+    # then a larger one again, must not see the previous chunk's values
+    rng = np.random.default_rng(11)
+    work = ks.Workspace()
+    for n, n_leads in [(6_000, 3), (2_500, 2), (7_000, 3), (20, 3), (6_000, 9)]:
+        res = rng.normal(size=(n, n_leads))
+        tpl = rng.normal(size=(31, n_leads))
+        for got, expected in zip(ks.sliding_corr(res, tpl, work), _sliding_corr_loop(res, tpl)):
+            assert np.array_equal(got, expected)
