@@ -15,16 +15,22 @@ including 100, so 100 is flagged ``DS2*`` in detection tables.
 QTDB's ``sel1xx``/``sel2xx`` records are 15-minute excerpts of MIT-BIH
 records: those cut from records in ``../shared/data`` inherit their status
 (DS1 and paced: tuned); those cut from DS2 records that are not here are
-untuned. SVDB, VFDB, QTDB's other records and the synthetic record's beats
+untuned. SVDB, QTDB's other records and the synthetic record's beats
 (no threshold was set on it, except the electrode-motion bursts of the
 artifact index) are untuned.
+
+VFDB is split by record: 418-422 (96 expert VF/VFIB/VFL episodes, and VT and
+noise to reject) are for tuning the VF/VFL detector, 423-428 (5 episodes,
+812 s) are scored only. Until wave detector version 3 no threshold was set on
+VFDB at all; from version 3 on the first half is ``tuned``.
 """
 
 from __future__ import annotations
 
 from ecgtrace.tools._classify_train import DS1_RECORDS, DS2_RECORDS, PACED_RECORDS
 
-__all__ = ["DS1_RECORDS", "DS2_RECORDS", "PACED_RECORDS", "QTDB_DS2", "QTDB_TUNED", "mitdb_status", "qtdb_status"]
+__all__ = ["DS1_RECORDS", "DS2_RECORDS", "PACED_RECORDS", "QTDB_DS2", "QTDB_TUNED", "VFDB_SCORED", "VFDB_TUNED", "mitdb_status", "qtdb_status",
+           "vfdb_status"]
 
 #: QTDB excerpts of MIT-BIH records that are in ../shared/data (DS1 or paced): tuned through their source.
 QTDB_TUNED = frozenset(f"sel{r}" for r in (*DS1_RECORDS, *PACED_RECORDS))
@@ -47,3 +53,17 @@ def qtdb_status(record: str) -> str:
     if record in QTDB_TUNED:
         return "tuned"
     return "DS2*" if record == "sel100" else "untuned"
+
+
+#: VFDB records the VF/VFL detector may be tuned on, and those it is only scored on.
+VFDB_TUNED = frozenset(("418", "419", "420", "421", "422"))
+VFDB_SCORED = frozenset(("423", "424", "425", "426", "427", "428"))
+
+
+def vfdb_status(record: str) -> str:
+    """``tuned`` for 418-422, ``untuned`` for 423-428; a record outside both halves is an error (the split must say)."""
+    if record in VFDB_TUNED:
+        return "tuned"
+    if record in VFDB_SCORED:
+        return "untuned"
+    raise KeyError(f"VFDB record {record!r} is in neither half of the split (benchmarks/_protocol.py)")

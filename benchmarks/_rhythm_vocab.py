@@ -18,8 +18,11 @@ Sections:
    ``(NOD``/``(IVR``/``(VFL``/``(AFL`` intervals against events found from the
    reference beat positions and classes *without* their symbols (lateness, P-wave
    presence measured on the signal by tools/classify.py, wave spans).
-3. VFDB (untuned): ``(VF``/``(VFIB``/``(VFL``/``(ASYS`` intervals against events
-   from detected beats and wave spans.
+3. VFDB, split by ``benchmarks/_protocol.py`` (418-422 tuned, 423-428 scored
+   only): ``(VF``/``(VFIB``/``(VFL``/``(ASYS`` intervals against events from
+   detected beats and wave spans, per record and per half; VF|VFIB|VFL also by
+   duration (overlap seconds over reference and over event seconds); a VFL
+   stretch running into VF counts as one VF|VFIB|VFL episode on both sides.
 """
 
 from __future__ import annotations
@@ -60,12 +63,29 @@ def _overlaps(a: dict[str, Any], b: dict[str, Any], point: bool) -> bool:
 REF_ALIASES = {"svt": ("svt", "atrial_tachycardia"), "pause": ("pause", "asystole"), "VF|VFIB|VFL": ("VF", "VFIB", "VFL")}
 
 
+#: Union kinds whose touching parts (VFL running into VF) are scored as one episode.
+UNION_KINDS = ("VF|VFIB|VFL",)
+
+
+def merge_touching(intervals: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Intervals in ms, sorted, with those that overlap or touch merged into one."""
+    out: list[dict[str, Any]] = []
+    for iv in sorted(intervals, key=lambda r: r["onset_ms"]):
+        if out and iv["onset_ms"] <= out[-1]["offset_ms"]:
+            out[-1] = {**out[-1], "offset_ms": max(out[-1]["offset_ms"], iv["offset_ms"])}
+        else:
+            out.append(dict(iv))
+    return out
+
+
 def episode_scores(reference: list[dict[str, Any]], events: list[dict[str, Any]], kinds: dict[str, tuple[str, ...]]) -> dict[str, dict[str, list[int]]]:
     """Per reference kind and duration bin: ``[found, reference, correct events, events]``."""
     out: dict[str, dict[str, list[int]]] = {}
     for ref_kind, det_kinds in kinds.items():
         refs = [r for r in reference if r["kind"] in REF_ALIASES.get(ref_kind, (ref_kind,))]
         dets = [e for e in events if e["kind"] in det_kinds]
+        if ref_kind in UNION_KINDS:  # a VFL stretch running into VF is one episode of the union, on both sides
+            refs, dets = merge_touching(refs), merge_touching(dets)
         point = ref_kind in ("junctional_escape", "ventricular_escape", "blocked_pac")
         rows = out.setdefault(ref_kind, {b: [0, 0, 0, 0] for b in BINS})
         for r in refs:
@@ -169,21 +189,62 @@ def mitdb_section(data: Path, records: tuple[str, ...]) -> Table:
     return score_table(f"MIT-BIH ({len(records)} records: DS1 tuned + 100): expert j/E beats and NOD/IVR/VFL/AFL intervals vs events from reference beats WITHOUT symbols", total)
 
 
-def vfdb_section(data: Path) -> Table:
-    """VF/VFL/asystole episodes of VFDB (untuned) against events from the signal."""
-    total: dict[str, dict[str, list[int]]] = {}
-    kinds = {**{k: v for k, v in LABEL_KINDS.items() if k in ("VF", "VFIB", "VFL", "ASYS")}, "VF|VFIB|VFL": ("vf", "vfl")}
+#: VFDB's expert labels scored here, and the detected kinds that count as finding each.
+VFDB_KINDS = {**{k: v for k, v in LABEL_KINDS.items() if k in ("VF", "VFIB", "VFL", "ASYS")}, "VF|VFIB|VFL": ("vf", "vfl")}
+
+
+def overlap_seconds(reference: list[dict[str, Any]], events: list[dict[str, Any]]) -> tuple[float, float, float]:
+    """``(reference s, event s, overlap s)`` of interval lists in ms (overlaps counted once per reference/event pair)."""
+    ref_s = sum(r["offset_ms"] - r["onset_ms"] for r in reference) / 1000.0
+    ev_s = sum(e["offset_ms"] - e["onset_ms"] for e in events) / 1000.0
+    both = sum(max(0.0, min(r["offset_ms"], e["offset_ms"]) - max(r["onset_ms"], e["onset_ms"])) for r in reference for e in events) / 1000.0
+    return ref_s, ev_s, both
+
+
+def vfdb_record_scores(path: Path) -> tuple[dict[str, dict[str, list[int]]], tuple[float, float, float]]:
+    """One VFDB record: episode scores per kind and bin, and the VF|VFIB|VFL ``(reference s, event s, overlap s)``."""
+    ann = read_reference_annotations(path)
+    ref = [{"kind": iv["label"], "onset_ms": iv["onset_ms"], "offset_ms": iv["offset_ms"]} for iv in ann.rhythm_intervals if iv["label"] in VFDB_KINDS]
+    events, _ = detected_events(path)
+    vf_ref = merge_touching([r for r in ref if r["kind"] in REF_ALIASES["VF|VFIB|VFL"]])
+    return episode_scores(ref, events, VFDB_KINDS), overlap_seconds(vf_ref, merge_touching([e for e in events if e["kind"] in ("vf", "vfl")]))
+
+
+def _pct(num: float, den: float) -> str:
+    return f"{100.0 * num / den:.1f}" if den else "-"
+
+
+def vfdb_section(data: Path) -> list[Table]:
+    """VF/VFL/asystole episodes of VFDB against events from the signal: per record (tuned or not), and per half by duration."""
+    from _protocol import vfdb_status
+
     folder = data / "vfdb"
     names = sorted(p.stem for p in folder.glob("*.hea")) if folder.is_dir() else []
+    per_record = Table(title="VFDB per record: expert VF|VFIB|VFL episodes vs vf/vfl events from the signal (tuned: 418-422 set wave detector v3)")
+    for col in ("record", "split", "episodes found / ref", "events correct / all", "ref s", "event s", "overlap s", "duration Se %", "duration +P %"):
+        per_record.add_column(col, justify="left" if col in ("record", "split") else "right")
+    halves: dict[str, dict[str, dict[str, list[int]]]] = {"tuned": {}, "untuned": {}}
+    seconds = {"tuned": np.zeros(3), "untuned": np.zeros(3)}
     for rec in names:
-        ann = read_reference_annotations(folder / rec)
-        ref = [{"kind": iv["label"], "onset_ms": iv["onset_ms"], "offset_ms": iv["offset_ms"]} for iv in ann.rhythm_intervals if iv["label"] in kinds]
-        events, _ = detected_events(folder / rec)
-        for kind, rows in episode_scores(ref, events, kinds).items():
-            acc = total.setdefault(kind, {b: [0, 0, 0, 0] for b in BINS})
+        status = vfdb_status(rec)
+        scores, secs = vfdb_record_scores(folder / rec)
+        for kind, rows in scores.items():
+            acc = halves[status].setdefault(kind, {b: [0, 0, 0, 0] for b in BINS})
             for b in BINS:
                 acc[b] = [x + y for x, y in zip(acc[b], rows[b])]
-    return score_table(f"VFDB ({len(names)} records, untuned): expert VF/VFIB/VFL/ASYS intervals vs events from the signal", total)
+        seconds[status] += secs
+        per_record.add_row(rec, status, *_vf_cells(scores["VF|VFIB|VFL"], secs))
+    for status in ("tuned", "untuned"):
+        if status in {vfdb_status(r) for r in names}:
+            per_record.add_row(f"all {status}", status, *_vf_cells(halves[status]["VF|VFIB|VFL"], tuple(seconds[status])), style="bold")
+    return [per_record, *(score_table(f"VFDB {status} half ({len([r for r in names if vfdb_status(r) == status])} records): "
+                                      "expert VF/VFIB/VFL/ASYS intervals vs events from the signal", halves[status]) for status in ("tuned", "untuned") if halves[status])]
+
+
+def _vf_cells(rows: dict[str, list[int]], secs: tuple[float, float, float]) -> list[str]:
+    found, ref, correct, events = (sum(rows[b][i] for b in BINS) for i in range(4))
+    ref_s, ev_s, both = secs
+    return [f"{found} / {ref}", f"{correct} / {events}", f"{ref_s:.0f}", f"{ev_s:.0f}", f"{both:.0f}", _pct(both, ref_s), _pct(both, ev_s)]
 
 
 #: Expert labels scored against events from the signal alone; a kind with no expert episode in a record still
@@ -228,4 +289,5 @@ def counts_line(events: list[dict[str, Any]]) -> str:
     return ", ".join(f"{k} {c[k]}" for k in VOCAB_KINDS if c[k])
 
 
-__all__ = ["counts_line", "episode_scores", "mitdb_section", "score_table", "signal_section", "synthetic_section", "vfdb_section"]
+__all__ = ["counts_line", "episode_scores", "merge_touching", "mitdb_section", "overlap_seconds", "score_table", "signal_section", "synthetic_section", "vfdb_record_scores",
+           "vfdb_section"]

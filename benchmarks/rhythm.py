@@ -19,7 +19,8 @@ Tables:
 4. Holtercare's rhythm vocabulary (``benchmarks/_rhythm_vocab.py``): episode Se
    and +P by duration per event kind on the synthetic holtercare profile
    (reference and, with ``--detected``, signal), MIT-BIH expert escape beats and
-   NOD/IVR/VFL/AFL intervals, and VFDB VF/VFL/asystole (``--no-vocab`` skips it);
+   NOD/IVR/VFL/AFL intervals, and VFDB VF/VFL/asystole per record and per half, tuned 418-422 and untuned 423-428
+   (``--no-vocab`` skips it; ``--vfdb-only`` prints only VFDB);
    with ``--detected`` also MIT-BIH DS1 (tuned), the DS2 records present and
    CPSC 2021 (untuned) from the signal alone: expert ``x`` (blocked PAC),
    ``(BII``/``(BIII``, ``(NOD``, ``(VFL``, ``(AFL``, ``j``/``E`` against events
@@ -256,8 +257,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-vocab", action="store_true", help="skip the Holtercare vocabulary section")
     parser.add_argument("--signal-only", action="store_true",
                         help="only the vocabulary tables from the signal: synthetic holtercare (tuned), MIT-BIH DS1 (tuned), DS2 present and CPSC 2021 (untuned)")
+    parser.add_argument("--vfdb-only", action="store_true", help="only the VFDB tables (per record, tuned and untuned halves)")
     args = parser.parse_args(argv)
     console = Console(width=150)
+    if args.vfdb_only:
+        if not (DATA / "vfdb").is_dir():
+            console.print(f"error: {DATA / 'vfdb'} not found")
+            return 2
+        for t in vocab.vfdb_section(DATA):
+            console.print(t)
+        return 0
     if args.signal_only:
         for t in (*vocab.synthetic_section(args.hours, args.seed, True), *_signal_tables()):
             console.print(t)
@@ -275,7 +284,8 @@ def main(argv: list[str] | None = None) -> int:
         for t in vocab.synthetic_section(args.hours, args.seed, args.detected):
             console.print(t)
         console.print(vocab.mitdb_section(DATA, tuple(r for r in MITDB_RECORDS if r not in ("102", "104", "107", "217"))))
-        console.print(vocab.vfdb_section(DATA))
+        for t in vocab.vfdb_section(DATA):
+            console.print(t)
         if args.detected:
             for t in _signal_tables():
                 console.print(t)
