@@ -177,7 +177,7 @@ def annotate_record(
             cache being ``$ECGTRACE_CACHE`` or the platform cache folder, see
             :func:`default_cache_dir`; never the record's folder).
         use_cache: Read an existing entry; a fresh result is written either way.
-        workers: Processes for beat detection.
+        workers: Processes for beat detection and the P-wave search (the result does not depend on it).
         progress: ``progress(stage, done, total)`` callback.
         prefer_reference: Use the record's ``.atr`` beats and classes (source
             ``reference``) instead of detecting them.
@@ -311,8 +311,7 @@ def _run_pipeline(info: RecordInfo, base: Path, ref_path: Path | None, workers: 
     if source == "detected":  # no .atr: P waves (AV block, blocked PACs, junctional beats) and VF/VFL from the signal
         from ecgtrace.tools.rhythm_signal import signal_event_inputs
 
-        # the P search stays serial: at 24 h two workers cost 150 MB over the 500 MB bound (benchmarks/holter.py)
-        signal_inputs = signal_event_inputs(info, samples, classes, artifact_spans=artifact_spans, p_wave_present=p_wave)
+        signal_inputs = signal_event_inputs(info, samples, classes, artifact_spans=artifact_spans, p_wave_present=p_wave, workers=workers)
     events = detect_events(samples, classes, fs, af=af2, artifact_spans=artifact_spans, n_samples=info.n_samples, beat_source=source, **signal_inputs["kwargs"])
     _stage(timings, "rhythm", t0)
     report("rhythm", 1, 1)

@@ -240,3 +240,20 @@ def test_store_defaults_to_the_user_cache_not_the_record_folder(record_copy, mon
     annotate_record(record_copy, prefer_reference=True)
     assert sorted(p.name for p in record_copy.parent.iterdir()) == before
     assert len(list((tmp_path / "user-cache" / "annotations").glob("*.npz"))) == 1
+
+
+def test_workers_do_not_change_the_annotation(record_copy, detector_ready, tmp_path):
+    """Beat detection and the P-wave search run in two processes with workers=2; every output is the same as serial."""
+    serial = annotate_record(record_copy, cache_dir=tmp_path / "one", workers=1, use_cache=False)
+    parallel = annotate_record(record_copy, cache_dir=tmp_path / "two", workers=2, use_cache=False)
+    np.testing.assert_array_equal(serial.beat_samples, parallel.beat_samples)
+    np.testing.assert_array_equal(serial.beat_classes, parallel.beat_classes)
+    assert serial.events == parallel.events
+    assert serial.hr == parallel.hr
+    # the summary's provenance names the worker count (the beat detector's params say it); all else is the same
+    assert {k: v for k, v in serial.summary.items() if k != "provenance"} == {k: v for k, v in parallel.summary.items() if k != "provenance"}
+    from ecgtrace.tools.holter_p import DEFAULT_P_PARAMS
+
+    assert serial.n_samples / serial.fs_hz > 2 * DEFAULT_P_PARAMS["chunk_s"]  # three P-search chunks: the pool is used
+    inputs = [a.provenance["params"]["rhythm_inputs"] for a in (serial, parallel)]
+    assert inputs[0] == inputs[1] and inputs[0]["provenance"]["p_wave_status"]
