@@ -12,6 +12,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from ecgtrace.tools import _classify_features as cf
+from ecgtrace.tools.records import RecordInfo, chunk_bounds, iter_chunks, read_samples
 
 #: Template leads whose QRS peak-to-peak is under this (mV) are treated as flat.
 FLAT_TEMPLATE_MV = 0.02
@@ -50,26 +51,17 @@ class FeatureAccumulator:
         lo, hi = np.searchsorted(self.beat_samples, [core_start, core_stop])
         if hi <= lo:
             return
-        filtered, bad = cf.bandpass(signal_mv, self.fs_hz)
-        positions = self.beat_samples[lo:hi] - start
-        win, ok = cf.extract_windows(filtered, bad, positions, self.fs_hz)
-        ok &= self.lead_usable[None, :]
-        prem = self.rr["prematurity"][lo:hi]
-        cand = (prem > CANDIDATE_PREMATURITY[0]) & (prem < CANDIDATE_PREMATURITY[1])
-        tmpl = cf.dominant_template(win, ok, cand)
-        if tmpl is None:
-            tmpl = cf.dominant_template(win, ok, np.ones(hi - lo, dtype=bool))
-        if tmpl is not None:
-            tmpl_ok = (np.ptp(tmpl[:, cf.QRS_SL], axis=-1) > FLAT_TEMPLATE_MV) & self.lead_usable
-            if tmpl_ok.any():
-                self.template, self.template_ok = tmpl, tmpl_ok
-                self.n_templates += 1
+        win, ok = chunk_windows(signal_mv, start, self.beat_samples[lo:hi], self.fs_hz, self.lead_usable)
+        own = own_template(win, ok, self.rr["prematurity"][lo:hi], self.lead_usable)
+        if own is not None:
+            self.template, self.template_ok = own
+            self.n_templates += 1
         if self.template is None:
             return
-        feats, b_qrs, lead_w = cf.morphology_features(win, ok, self.template, self.template_ok)
-        for name in ("prematurity", "compensatory_ratio"):
-            feats[name] = self.rr[name][lo:hi]
-        feats.update(cf.cluster_features(b_qrs, lead_w, feats))
+        self.store(lo, hi, chunk_features(win, ok, self.template, self.template_ok, self.rr, lo, hi))
+
+    def store(self, lo: int, hi: int, feats: dict[str, np.ndarray]) -> None:
+        """Keep the features of beats ``lo:hi`` (computed against a template)."""
         for name in self.morph:
             self.morph[name][lo:hi] = feats[name]
         self.has_template[lo:hi] = True
@@ -91,11 +83,80 @@ class FeatureAccumulator:
         return out
 
 
+def chunk_windows(signal_mv: np.ndarray, start: int, beat_samples: np.ndarray, fs_hz: float, lead_usable: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Band-passed beat windows of one chunk starting at record sample ``start``, and which (beat, lead) are usable."""
+    filtered, bad = cf.bandpass(signal_mv, fs_hz)
+    win, ok = cf.extract_windows(filtered, bad, beat_samples - start, fs_hz)
+    return win, ok & lead_usable[None, :]
+
+
+def own_template(win: np.ndarray, ok: np.ndarray, prematurity: np.ndarray, lead_usable: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """The chunk's dominant template from its regular-RR beats (else from all), with its non-flat leads; None if it has none."""
+    cand = (prematurity > CANDIDATE_PREMATURITY[0]) & (prematurity < CANDIDATE_PREMATURITY[1])
+    tmpl = cf.dominant_template(win, ok, cand)
+    if tmpl is None:
+        tmpl = cf.dominant_template(win, ok, np.ones(win.shape[0], dtype=bool))
+    if tmpl is None:
+        return None
+    tmpl_ok = (np.ptp(tmpl[:, cf.QRS_SL], axis=-1) > FLAT_TEMPLATE_MV) & lead_usable
+    return (tmpl, tmpl_ok) if tmpl_ok.any() else None
+
+
+def chunk_features(win: np.ndarray, ok: np.ndarray, template: np.ndarray, template_ok: np.ndarray, rr: dict[str, np.ndarray], lo: int, hi: int) -> dict[str, np.ndarray]:
+    """Morphology and cluster features of beats ``lo:hi`` (their windows ``win``) against ``template``."""
+    feats, b_qrs, lead_w = cf.morphology_features(win, ok, template, template_ok)
+    for name in ("prematurity", "compensatory_ratio"):
+        feats[name] = rr[name][lo:hi]
+    feats.update(cf.cluster_features(b_qrs, lead_w, feats))
+    return feats
+
+
 def features_from_chunks(chunks: Iterable, beat_samples: np.ndarray, fs_hz: float, lead_usable: np.ndarray) -> tuple[dict[str, np.ndarray], int]:
     """Run the accumulator over ``records.Chunk`` objects; returns (features, n_templates)."""
     acc = FeatureAccumulator(beat_samples, fs_hz, lead_usable)
     for chunk in chunks:
         acc.add_chunk(chunk.signal_mv, chunk.start, chunk.core_start, chunk.core_stop)
+    return acc.features(), acc.n_templates
+
+
+def _chunk_job(info: RecordInfo, bounds: tuple[int, int, int, int], beat_samples: np.ndarray, rr: dict[str, np.ndarray],
+               lead_usable: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]] | None:
+    """One chunk in a worker: ``(template, its usable leads, features)`` against the chunk's own template, or None without one."""
+    start, stop = bounds[0], bounds[1]
+    win, ok = chunk_windows(read_samples(info, start, stop).signal_mv, start, beat_samples, info.fs_hz, lead_usable)
+    own = own_template(win, ok, rr["prematurity"], lead_usable)
+    return None if own is None else (*own, chunk_features(win, ok, *own, rr, 0, beat_samples.size))
+
+
+def features_from_record(info: RecordInfo, beat_samples: np.ndarray, lead_usable: np.ndarray, *, chunk_s: float, overlap_s: float,
+                         workers: int = 1) -> tuple[dict[str, np.ndarray], int]:
+    """The feature pass over a record, chunk by chunk; with ``workers`` > 1 the chunks run in that many processes.
+
+    The result does not depend on ``workers``: a worker computes a chunk against
+    the chunk's own template, as the serial pass does; a chunk without one (too
+    few beats) is computed here afterwards, against the template carried over
+    from the latest earlier chunk that had one.
+    """
+    bounds = chunk_bounds(info.n_samples, max(int(round(chunk_s * info.fs_hz)), 1), int(round(overlap_s * info.fs_hz)))
+    if workers <= 1 or len(bounds) <= 1:
+        return features_from_chunks(iter_chunks(info, chunk_s=chunk_s, overlap_s=overlap_s), beat_samples, info.fs_hz, lead_usable)
+    from ecgtrace.workers import worker_pool
+
+    acc = FeatureAccumulator(beat_samples, info.fs_hz, lead_usable)
+    jobs = [(b, *np.searchsorted(acc.beat_samples, [b[2], b[3]])) for b in bounds]
+    jobs = [(b, int(lo), int(hi)) for b, lo, hi in jobs if hi > lo]
+    rr_of = [{name: acc.rr[name][lo:hi] for name in ("prematurity", "compensatory_ratio")} for _, lo, hi in jobs]
+    with worker_pool(min(workers, len(jobs))) as pool:
+        results = list(pool.map(_chunk_job, [info] * len(jobs), [b for b, _, _ in jobs], [acc.beat_samples[lo:hi] for _, lo, hi in jobs],
+                                rr_of, [acc.lead_usable] * len(jobs)))
+    for (b, lo, hi), res in zip(jobs, results):
+        if res is not None:
+            acc.template, acc.template_ok = res[0], res[1]
+            acc.n_templates += 1
+            acc.store(lo, hi, res[2])
+        elif acc.template is not None:  # no template of its own: the serial pass's carry-over, done here
+            win, ok = chunk_windows(read_samples(info, b[0], b[1]).signal_mv, b[0], acc.beat_samples[lo:hi], info.fs_hz, acc.lead_usable)
+            acc.store(lo, hi, chunk_features(win, ok, acc.template, acc.template_ok, acc.rr, lo, hi))
     return acc.features(), acc.n_templates
 
 

@@ -177,7 +177,7 @@ def annotate_record(
             cache being ``$ECGTRACE_CACHE`` or the platform cache folder, see
             :func:`default_cache_dir`; never the record's folder).
         use_cache: Read an existing entry; a fresh result is written either way.
-        workers: Processes for beat detection and the P-wave search (the result does not depend on it).
+        workers: Processes for beat detection, the classifier's feature pass and the P-wave search (the result does not depend on it).
         progress: ``progress(stage, done, total)`` callback.
         prefer_reference: Use the record's ``.atr`` beats and classes (source
             ``reference``) instead of detecting them.
@@ -264,14 +264,14 @@ def _detect_or_read_beats(info: RecordInfo, base: Path, ref_path: Path | None, w
 
 
 def _classify(info: RecordInfo, base: Path, samples: np.ndarray, af_mask: np.ndarray,
-              artifact_spans: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray | None, dict[str, Any]]:
+              artifact_spans: list[tuple[int, int]], workers: int) -> tuple[np.ndarray, np.ndarray | None, dict[str, Any]]:
     """``(classes, P-wave presence or None, provenance)`` from :func:`ecgtrace.tools.classify.classify_beats`."""
     try:
         from ecgtrace.tools.classify import classify_beats
     except ImportError:
         raise AnnotateError(f"{base}: the beat classifier (ecgtrace.tools.classify) is not available; use prefer_reference with an .atr file") from None
     try:
-        bc = classify_beats(info, samples, info.fs_hz, af_mask=af_mask, artifact_spans=artifact_spans)
+        bc = classify_beats(info, samples, info.fs_hz, af_mask=af_mask, artifact_spans=artifact_spans, workers=workers)
     except FileNotFoundError as exc:  # an installation without the classifier's model file
         raise AnnotateError(f"{base}: the beat classifier cannot run ({exc.filename or exc}: missing); use prefer_reference with an .atr file") from None
     features = getattr(bc, "features", {}) or {}
@@ -296,7 +296,7 @@ def _run_pipeline(info: RecordInfo, base: Path, ref_path: Path | None, workers: 
     p_wave = None
     class_prov: dict[str, Any] = beat_prov
     if classes is None:
-        classes, p_wave, class_prov = _classify(info, base, samples, af1.beat_mask, artifact_spans)
+        classes, p_wave, class_prov = _classify(info, base, samples, af1.beat_mask, artifact_spans, workers)
     _stage(timings, "classify", t0)
     report("classify", 1, 1)
 

@@ -50,7 +50,7 @@ from ecgtrace.tools import _classify_short as cs
 from ecgtrace.tools import _classify_runs as cr
 from ecgtrace.tools import _classify_ventricular as cv
 from ecgtrace.tools.annotations import AAMI_ORDER
-from ecgtrace.tools.records import RecordInfo, iter_chunks, open_record, read_samples
+from ecgtrace.tools.records import RecordInfo, open_record, read_samples
 
 METHOD = "rr-template-forest"
 VERSION = "5"  # 5: deviant-V and fusion rules (_classify_ventricular), SVT runs vs the long RR (_classify_runs); on DS1
@@ -140,6 +140,7 @@ def classify_beats(
     artifact_spans: Iterable[Any] = (),
     chunk_s: float = 600.0,
     auto_af: bool = True,
+    workers: int = 1,
 ) -> BeatClasses:
     """Classify beats of a record read chunk by chunk (bounded memory).
 
@@ -158,6 +159,7 @@ def classify_beats(
         chunk_s: chunk length (s) of the streaming pass.
         auto_af: detect AF internally when ``af_mask`` is None (pass False, or an
             all-False mask, to classify without any AF information).
+        workers: processes for the feature pass over the chunks (the result does not depend on it).
 
     Raises:
         ClassifyError: beat positions unsorted, outside the record, or fs mismatch.
@@ -172,8 +174,10 @@ def classify_beats(
                                                         af_mask=af_mask, in_artifact=_span_mask(beats, artifact_spans), auto_af=auto_af)
         params = {"record": info.name, "fs_hz": float(info.fs_hz), "leads": list(info.leads), "unusable_leads": list(info.unusable_leads), **short}
         return BeatClasses(classes=classes, features=feats, provenance={"source": "detected", "method": cs.METHOD, "version": cs.VERSION, "params": params})
-    chunks = iter_chunks(info, chunk_s=chunk_s, overlap_s=2.0) if beats.size else iter(())
-    feats, n_templates = cp.features_from_chunks(chunks, beats, info.fs_hz, usable)
+    if beats.size:
+        feats, n_templates = cp.features_from_record(info, beats, usable, chunk_s=chunk_s, overlap_s=2.0, workers=workers)
+    else:
+        feats, n_templates = cp.features_from_chunks(iter(()), beats, info.fs_hz, usable)
     params = {"record": info.name, "fs_hz": float(info.fs_hz), "chunk_s": float(chunk_s), "leads": list(info.leads),
               "unusable_leads": list(info.unusable_leads)}
     return _decide(feats, beats, info.fs_hz, af_mask, artifact_spans, n_templates, params, auto_af=auto_af)

@@ -173,8 +173,9 @@ def test_pipeline_plumbing_with_a_stand_in_classifier(record_copy, synth_record,
     ref = read_reference_annotations(record_copy, "atr")
     calls = {}
 
-    def classify_beats(record, beat_samples, fs_hz, *, af_mask=None, artifact_spans=()):
+    def classify_beats(record, beat_samples, fs_hz, *, af_mask=None, artifact_spans=(), workers=1):
         calls["af_mask"] = None if af_mask is None else np.asarray(af_mask).copy()
+        calls["workers"] = workers
         pos = np.clip(np.searchsorted(ref.beat_samples, beat_samples), 1, ref.beat_samples.size - 1)
         nearest = np.where(np.abs(ref.beat_samples[pos - 1] - beat_samples) < np.abs(ref.beat_samples[pos] - beat_samples), pos - 1, pos)
         classes = ref.beat_classes[nearest]
@@ -187,6 +188,7 @@ def test_pipeline_plumbing_with_a_stand_in_classifier(record_copy, synth_record,
     monkeypatch.setitem(sys.modules, "ecgtrace.tools.classify", fake)
     a = annotate_record(record_copy, cache_dir=tmp_path, workers=1)
     assert calls["af_mask"] is not None and calls["af_mask"].sum() > 0  # classification knew where AF is
+    assert calls["workers"] == 1  # the caller's worker count reaches the classifier's feature pass
     assert a.provenance["source"] == "detected" and a.provenance["params"]["classes_provenance"]["method"] == "stand-in"
     schedule = collections.Counter(e["kind"] for e in synth_record.schedule["events"])
     for kind in EXACT_KINDS:

@@ -279,3 +279,21 @@ def test_svt_run_counts_from_a_rhythm_break_against_the_long_rr():
     labels_s = labels.copy()
     labels_s[200] = "S"
     assert np.flatnonzero(cr.svt_run({**feats, "prematurity": np.zeros(n)}, labels_s, none)).tolist() == list(range(201, 210))
+
+
+def test_feature_pass_in_workers_equals_the_serial_pass(synth_record):
+    """Chunks of 8 s hold fewer beats than the 12 a template needs, but for one: the others take the one carried over (measured: 26 of them)."""
+    from ecgtrace.tools import _classify_pipeline as cp
+
+    info = open_record(synth_record.record_path)
+    ref = read_reference_annotations(synth_record.record_path, "atr")
+    beats = ref.beat_samples[ref.beat_samples < int(300 * info.fs_hz)]  # the first 5 minutes: 38 chunks
+    usable = np.ones(len(info.leads), dtype=bool)
+    serial, n_serial = cp.features_from_record(info, beats, usable, chunk_s=8.0, overlap_s=2.0, workers=1)
+    parallel, n_parallel = cp.features_from_record(info, beats, usable, chunk_s=8.0, overlap_s=2.0, workers=2)
+    assert n_serial == n_parallel and 0 < n_serial < 38  # some chunks had their own template, most had not
+    assert serial.keys() == parallel.keys()
+    for name in serial:
+        np.testing.assert_array_equal(serial[name], parallel[name], err_msg=name)
+    first = int(np.flatnonzero(serial["has_template"])[0])
+    assert serial["has_template"][first:].all()  # from the first template on, the carried-over one reached every beat
