@@ -3,8 +3,9 @@
 A ``ProcessPoolExecutor`` worker blocks on its task queue; when its parent is
 killed (SIGTERM with no handler, kill -9) nothing tells it, and workers were
 seen computing on for 98 s, with the forkserver and resource tracker kept
-alive by them. Two measures, used by every pool in ecgtrace (beat detection,
-rendering, the build's per-record workers):
+alive by them. Two measures, used by every pool in ecgtrace (annotate's beat
+detection, beat features and P-wave search, rendering, the build's per-record
+workers):
 
 * :func:`die_with_parent`, the pool initializer: a daemon thread in each
   worker checks once per :data:`PARENT_POLL_S` whether its parent is still the
