@@ -2,7 +2,9 @@
 
 The record is read chunk by chunk (bounded memory); the dominant template is
 re-learned in every chunk from that chunk's regular-RR beats and carried over
-to the next chunk when a chunk has too few beats of its own.
+to the next chunk when a chunk has too few beats of its own. With workers
+(:func:`features_from_record`) the chunks run in parallel against their own
+templates and only the carried-over chunks wait for the serial order.
 """
 
 from __future__ import annotations

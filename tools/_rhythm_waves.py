@@ -22,10 +22,10 @@ within ``f0 +- peak_halfwidth_hz`` over the 1-15 Hz power):
 A window whose largest peak is the band's lowest bin, on the flank of a higher
 peak below the band, is not labelled (``reject_edge_peak``: a sinus or noise
 rhythm under 150/min, not VF). Runs of labelled windows, bridged over up to
-``bridge_s`` of unlabelled windows, become episodes from ``min_s`` on, labelled
-by the majority of their windows; an episode whose windows' median
-:func:`steepness` exceeds ``max_steepness`` is dropped (the sharp upstrokes of
-ventricular tachycardia at a VF-like rate).
+``bridge_s`` of unlabelled windows, become episodes from ``min_s`` on, cut
+where VFL turns into VF (:func:`_kind_segments`); an episode whose windows'
+median :func:`steepness` exceeds ``max_steepness`` is dropped (the sharp
+upstrokes of ventricular tachycardia at a VF-like rate).
 
 What each threshold was set on: the spectral and coverage thresholds on MIT-BIH
 207 (DS1, tuned) and the synthetic generator's VF/VFL against its
@@ -107,7 +107,7 @@ def window_label(x: np.ndarray, fs_hz: float, p: dict[str, Any]) -> str | None:
 def steepness(x: np.ndarray, fs_hz: float) -> float:
     """Steepest slope over the wave's size, in 1/s: the 99th percentile of ``|dx/dt|`` over the 5-95 % range, median over leads.
 
-    A sine of ``f`` Hz gives about ``pi f`` (10-15/s at VF's 3-5 Hz); the sharp QRS
+    A sine of ``f`` Hz gives ``2 pi f / (2 sin(0.45 pi))``, about ``3.2 f`` (10-16/s at VF's 3-5 Hz); the sharp QRS
     upstrokes of ventricular tachycardia at the same rate give more.
     """
     v = np.nan_to_num(x - np.nanmean(x, axis=0))
