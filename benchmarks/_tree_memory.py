@@ -68,6 +68,7 @@ class TreeMemory:
         self.interval_s = interval_s
         self._peak_kb = 0
         self._since_kb = 0
+        self._stage = 0  # bumped by take(): a sample begun before it belongs to the stage that ended
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="tree-memory", daemon=True)
@@ -85,10 +86,13 @@ class TreeMemory:
     def _run(self) -> None:
         root = os.getpid()
         while not self._stop.is_set():
+            with self._lock:
+                stage = self._stage
             kb = tree_kb(root)
             with self._lock:
                 self._peak_kb = max(self._peak_kb, kb)
-                self._since_kb = max(self._since_kb, kb)
+                if stage == self._stage:
+                    self._since_kb = max(self._since_kb, kb)
             time.sleep(self.interval_s)
 
     def take(self) -> float:
@@ -98,6 +102,7 @@ class TreeMemory:
             since = max(self._since_kb, kb)
             self._peak_kb = max(self._peak_kb, kb)
             self._since_kb = 0
+            self._stage += 1
         return since / 1024
 
     @property

@@ -53,7 +53,7 @@ class FeatureAccumulator:
         lo, hi = np.searchsorted(self.beat_samples, [core_start, core_stop])
         if hi <= lo:
             return
-        win, ok = chunk_windows(signal_mv, start, self.beat_samples[lo:hi], self.fs_hz, self.lead_usable)
+        win, ok = chunk_beat_windows(signal_mv, start, self.beat_samples[lo:hi], self.fs_hz, self.lead_usable)
         own = own_template(win, ok, self.rr["prematurity"][lo:hi], self.lead_usable)
         if own is not None:
             self.template, self.template_ok = own
@@ -85,7 +85,7 @@ class FeatureAccumulator:
         return out
 
 
-def chunk_windows(signal_mv: np.ndarray, start: int, beat_samples: np.ndarray, fs_hz: float, lead_usable: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def chunk_beat_windows(signal_mv: np.ndarray, start: int, beat_samples: np.ndarray, fs_hz: float, lead_usable: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Band-passed beat windows of one chunk starting at record sample ``start``, and which (beat, lead) are usable."""
     filtered, bad = cf.bandpass(signal_mv, fs_hz)
     win, ok = cf.extract_windows(filtered, bad, beat_samples - start, fs_hz)
@@ -125,7 +125,7 @@ def _chunk_job(info: RecordInfo, bounds: tuple[int, int, int, int], beat_samples
                lead_usable: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]] | None:
     """One chunk in a worker: ``(template, its usable leads, features)`` against the chunk's own template, or None without one."""
     start, stop = bounds[0], bounds[1]
-    win, ok = chunk_windows(read_samples(info, start, stop).signal_mv, start, beat_samples, info.fs_hz, lead_usable)
+    win, ok = chunk_beat_windows(read_samples(info, start, stop).signal_mv, start, beat_samples, info.fs_hz, lead_usable)
     own = own_template(win, ok, rr["prematurity"], lead_usable)
     return None if own is None else (*own, chunk_features(win, ok, *own, rr, 0, beat_samples.size))
 
@@ -157,7 +157,7 @@ def features_from_record(info: RecordInfo, beat_samples: np.ndarray, lead_usable
             acc.n_templates += 1
             acc.store(lo, hi, res[2])
         elif acc.template is not None:  # no template of its own: the serial pass's carry-over, done here
-            win, ok = chunk_windows(read_samples(info, b[0], b[1]).signal_mv, b[0], acc.beat_samples[lo:hi], info.fs_hz, acc.lead_usable)
+            win, ok = chunk_beat_windows(read_samples(info, b[0], b[1]).signal_mv, b[0], acc.beat_samples[lo:hi], info.fs_hz, acc.lead_usable)
             acc.store(lo, hi, chunk_features(win, ok, acc.template, acc.template_ok, acc.rr, lo, hi))
     return acc.features(), acc.n_templates
 

@@ -60,7 +60,8 @@ MIT-BIH or CPSC 2021 record gets a flutter span (from reference or detected beat
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -204,13 +205,42 @@ def _prepare(x: np.ndarray, offset: int, excluded: Sequence[tuple[int, int]], fs
     return y, bad, fs, q
 
 
+def _read_prepared(info: RecordInfo, start: int, stop: int, leads: list[int], excluded: Sequence[tuple[int, int]],
+                   p: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, float, int]:
+    """One chunk read and :func:`_prepare`-d (``excluded``: the spans that touch it); runs in a worker too."""
+    return _prepare(read_samples(info, start, stop, leads).signal_mv, start, excluded, info.fs_hz, p)
+
+
+def _prepared_ahead(info: RecordInfo, bounds: list[tuple[int, int, int, int]], leads: list[int], excluded: Sequence[tuple[int, int]],
+                    p: dict[str, Any], workers: int) -> Iterator[tuple[np.ndarray, np.ndarray, float, int]]:
+    """:func:`_read_prepared` of each chunk, in order, from ``workers`` processes at most ``2 x workers`` chunks ahead.
+
+    Reading and decimating a chunk do not depend on the others; the template pool,
+    which carries from chunk to chunk, stays with the caller. The bound keeps the
+    chunks waiting for it to a few MB.
+    """
+    from ecgtrace.workers import worker_pool
+
+    with worker_pool(min(workers, len(bounds))) as pool:
+        pending: deque[Any] = deque()
+        for start, stop, _, _ in bounds:
+            touching = [(a, b) for a, b in excluded if a < stop and b > start]
+            pending.append(pool.submit(_read_prepared, info, start, stop, leads, touching, p))
+            if len(pending) > 2 * workers:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+
+
 def chunk_windows(x: np.ndarray, offset: int, beats: np.ndarray, is_n: np.ndarray, excluded: Sequence[tuple[int, int]], core: tuple[int, int],
-                  fs_hz: float, p: dict[str, Any], pool: list[np.ndarray]) -> list[tuple[int, float | None]]:
+                  fs_hz: float, p: dict[str, Any], pool: list[np.ndarray],
+                  prepared: tuple[np.ndarray, np.ndarray, float, int] | None = None) -> list[tuple[int, float | None]]:
     """``(window start sample, atrial rate /min or None)`` for each window starting in ``core`` of a chunk ``x`` (n, n_leads).
 
     ``pool``: QRS-T windows of earlier non-flutter N beats (updated in place with this chunk's).
+    ``prepared``: :func:`_prepare` of ``x`` done already (then ``x`` is not used).
     """
-    y, bad, fs, q = _prepare(x, offset, excluded, fs_hz, p)
+    y, bad, fs, q = prepared if prepared is not None else _prepare(x, offset, excluded, fs_hz, p)
     sel = (beats >= offset) & (beats < offset + q * y.shape[0])
     local, local_n = (beats[sel] - offset) // q, is_n[sel]
     pre, post = int(p["qrst_ms"][0] * fs / 1000.0), int(p["qrst_ms"][1] * fs / 1000.0)
@@ -257,11 +287,12 @@ def _window_rates(res: np.ndarray, starts: list[int], win: int, beats: np.ndarra
 
 
 def flutter_spans(info: RecordInfo, beat_samples: np.ndarray, beat_classes: Sequence[str] | np.ndarray, excluded_spans: Sequence[tuple[int, int]] = (),
-                  **overrides: Any) -> list[dict[str, Any]]:
+                  *, workers: int = 1, **overrides: Any) -> list[dict[str, Any]]:
     """AFL episodes ``{kind, onset_sample, offset_sample, atrial_rate_bpm, source}`` (samples, half-open).
 
     ``excluded_spans``: artifact and VF/VFL spans (no window that touches one is
-    labelled). Reads the record chunk by chunk (bounded memory).
+    labelled). Reads the record chunk by chunk (bounded memory). ``workers``:
+    processes that read and decimate the chunks ahead (the result does not depend on it).
     """
     p = {**DEFAULT_FLUTTER_PARAMS, **overrides}
     fs = info.fs_hz
@@ -275,7 +306,12 @@ def flutter_spans(info: RecordInfo, beat_samples: np.ndarray, beat_classes: Sequ
     if info.n_samples < win:
         return []
     pool: list[np.ndarray] = []
-    for start, stop, c0, c1 in chunk_bounds(info.n_samples, int(p["chunk_s"] * fs), win):
+    bounds = chunk_bounds(info.n_samples, int(p["chunk_s"] * fs), win)
+    if workers > 1 and len(bounds) > 1:
+        for (start, _stop, c0, c1), ready in zip(bounds, _prepared_ahead(info, bounds, usable, excluded_spans, p, workers)):
+            labels += chunk_windows(None, start, beats, is_n, (), (c0, c1), fs, p, pool, prepared=ready)
+        return flutter_episodes(labels, win, fs, p)
+    for start, stop, c0, c1 in bounds:
         x = read_samples(info, start, stop, usable).signal_mv
         labels += chunk_windows(x, start, beats, is_n, excluded_spans, (c0, c1), fs, p, pool)
     return flutter_episodes(labels, win, fs, p)

@@ -67,7 +67,7 @@ def signal_event_inputs(
 ) -> dict[str, Any]:
     """``{"kwargs": {...for detect_events}, "undecided": [{kinds, reason}], "provenance": {...}}``.
 
-    ``workers``: processes for the P-wave search (the result does not depend on it).
+    ``workers``: processes for the P-wave search and the flutter pass's chunk reads (the result does not depend on it).
     ``p_wave_present`` (e.g. the classifier's) is combined with the P-wave
     detector's: a beat lacks a P only when both say so where P waves are visible.
     """
@@ -85,7 +85,7 @@ def signal_event_inputs(
     excluded = [(int(a), int(b)) for a, b in artifact_spans] + [(int(w["onset_sample"]), int(w["offset_sample"])) for w in waves]
     # the P detector's R fiducials, aligned on each chunk's median QRS: detected-beat jitter (12-20 ms SD) spoils the
     # flutter detector's QRS-T cancellation (the synthetic 4:1 episode: 48 of 312 s found from raw detected beats, all from these)
-    flutter = flutter_spans(info, pw.r_fiducial, beat_classes, excluded)
+    flutter = flutter_spans(info, pw.r_fiducial, beat_classes, excluded, workers=workers)
     if flutter:
         undecided.append({"kinds": list(P_WAVE_KINDS), "reason": "inside atrial flutter: flutter waves are not P waves",
                           "spans": [[f["onset_sample"], f["offset_sample"]] for f in flutter]})

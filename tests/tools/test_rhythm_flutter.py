@@ -60,6 +60,19 @@ def test_no_flutter_in_sinus_af_or_atrial_tachycardia(record):
             assert overlap <= BOUND_TOL_S * info.fs_hz, (f, iv["label"])
 
 
+def test_workers_read_ahead_without_changing_the_spans(record):
+    """Chunks read and decimated in two workers (with artifact-like excluded spans crossing chunk edges): the same episodes."""
+    result, ann, info = record
+    fs = int(info.fs_hz)
+    afl = [e for e in result.schedule["events"] if e["kind"] == "afl"][0]
+    edge_s = 600 * int(afl["onset_ms"] / 1000 / 600 + 1)  # a chunk edge inside the episode
+    assert edge_s + 10 < afl["offset_ms"] / 1000
+    excluded = [(599 * fs, 601 * fs), ((edge_s - 10) * fs, (edge_s + 10) * fs)]  # both straddle chunk edges
+    serial = flutter_spans(info, ann.beat_samples, ann.beat_classes, excluded)
+    assert serial == flutter_spans(info, ann.beat_samples, ann.beat_classes, excluded, workers=2)
+    assert len(serial) == 2 != len(flutter_spans(info, ann.beat_samples, ann.beat_classes))  # the excluded span cuts the episode
+
+
 def test_regular_multiple_accepts_fixed_ratios_and_rejects_irregular_rr():
     f0 = 5.0  # 300/min: a cycle of 0.2 s
     assert regular_multiple(np.array([0.4, 0.4, 0.8, 0.4]), f0, {"multiple_tol": 0.2, "max_ratio": 6})

@@ -51,17 +51,27 @@ def test_worker_pages_counted_once(own_mb: int) -> None:
     del inherited
 
 
-def test_sampler_keeps_the_peak_of_a_freed_block() -> None:
+def test_sampler_keeps_the_peak_of_a_worker_that_has_ended() -> None:
+    """A worker writes 80 MB, holds it, and exits: the sampled peak keeps it, the next stage's starts without it.
+
+    (The block lives in a fresh worker so that its pages are new whatever the test process's allocator holds.)
+    """
     import time
 
     mem = _memory()
+    ctx = multiprocessing.get_context("fork")
+    ready, done = ctx.Event(), ctx.Event()
     with mem.TreeMemory(interval_s=0.01) as tree:
         start = tree.take()
-        block = np.ones(80 * 2**20 // 8)
-        time.sleep(0.1)  # several samples while the block is held
-        del block
-        time.sleep(0.05)
+        child = ctx.Process(target=_hold, args=(ready, done, 80))
+        child.start()
+        assert ready.wait(30)
+        deadline = time.monotonic() + 10
+        while tree.peak_mb - start < 70 and time.monotonic() < deadline:  # on a loaded machine the sampler may wait its turn
+            time.sleep(0.02)
+        done.set()
+        child.join(30)
         peak = tree.take()
         after = tree.take()
-    assert peak - start > 70 and tree.peak_mb >= peak  # the freed 80 MB block is still in the peak
+    assert peak - start > 70 and tree.peak_mb >= peak
     assert after < peak - 50  # take() restarts the per-stage peak
