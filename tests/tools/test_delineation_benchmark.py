@@ -2,21 +2,15 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.support.benchmarks import import_benchmark
 
 
 def _bench():
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    try:
-        import delineation as bench
-    finally:
-        sys.path.pop(0)
-    return bench
+    return import_benchmark("delineation")
 
 
 def test_sd_without_leaves_the_named_records_out() -> None:

@@ -138,11 +138,9 @@ def test_cli_delineate(record, tmp_path, capsys):
 
 def test_delineation_on_real_marks(shared_data):
     """ecgtrace finds most cardiologist marks on a QTDB record and a LUDB lead."""
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    try:
-        import delineation as bench
-    finally:
-        sys.path.pop(0)
+    from tests.support.benchmarks import import_benchmark
+
+    bench = import_benchmark("delineation")
     tallies = {"ecgtrace": bench.Tally(), "neurokit2 dwt": bench.Tally()}
     bench.neurokit_dwt = lambda window, beats: [{k: np.zeros(0, dtype=np.int64) for k in bench.POINTS} for _ in window.leads]
     bench.run_qtdb(1, 150.0, "best", tallies, ["sel100"])

@@ -4,23 +4,18 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.support.benchmarks import import_benchmark
+
 pytestmark = pytest.mark.skipif(not Path("/proc/self/smaps_rollup").exists(), reason="needs Linux /proc/<pid>/smaps_rollup")
 
 
 def _memory():
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    try:
-        import _tree_memory
-    finally:
-        sys.path.pop(0)
-    return _tree_memory
+    return import_benchmark("_tree_memory")
 
 
 def _hold(ready, done, own_mb: int) -> None:

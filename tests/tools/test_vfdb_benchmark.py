@@ -2,20 +2,11 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-
-
-def _bench(name: str):
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    try:
-        return __import__(name)
-    finally:
-        sys.path.pop(0)
+from tests.support.benchmarks import import_benchmark as _bench
 
 
 def test_split_is_disjoint_and_unknown_records_are_refused() -> None:
