@@ -177,7 +177,8 @@ def annotate_record(
             cache being ``$ECGTRACE_CACHE`` or the platform cache folder, see
             :func:`default_cache_dir`; never the record's folder).
         use_cache: Read an existing entry; a fresh result is written either way.
-        workers: Processes for beat detection, the classifier's feature pass and the P-wave search (the result does not depend on it).
+        workers: Processes for beat detection, the classifier's feature pass, the P-wave search and the flutter pass's
+            chunk reads (the result does not depend on it).
         progress: ``progress(stage, done, total)`` callback.
         prefer_reference: Use the record's ``.atr`` beats and classes (source
             ``reference``) instead of detecting them.

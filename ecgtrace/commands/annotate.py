@@ -16,7 +16,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cache-dir", default=None, metavar="DIR",
                         help="cache folder; the store is its annotations/ (default: $ECGTRACE_CACHE, else ~/.cache/ecgtrace or the platform's cache folder)")
     parser.add_argument("--workers", type=int, default=2, metavar="N",
-                        help="processes for beat detection, beat features and the P-wave search (default 2; the result does not depend on it)")
+                        help="processes for beat detection, beat features, the P-wave search and flutter reads (default 2; the result does not depend on it)")
     parser.add_argument("--reference", action="store_true", help="use the record's .atr beats and classes instead of detecting them")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON instead of tables")
 
