@@ -232,15 +232,14 @@ def _prepared_ahead(info: RecordInfo, bounds: list[tuple[int, int, int, int]], l
             yield pending.popleft().result()
 
 
-def chunk_windows(x: np.ndarray, offset: int, beats: np.ndarray, is_n: np.ndarray, excluded: Sequence[tuple[int, int]], core: tuple[int, int],
-                  fs_hz: float, p: dict[str, Any], pool: list[np.ndarray],
-                  prepared: tuple[np.ndarray, np.ndarray, float, int] | None = None) -> list[tuple[int, float | None]]:
-    """``(window start sample, atrial rate /min or None)`` for each window starting in ``core`` of a chunk ``x`` (n, n_leads).
+def chunk_windows(prepared: tuple[np.ndarray, np.ndarray, float, int], offset: int, beats: np.ndarray, is_n: np.ndarray, core: tuple[int, int],
+                  p: dict[str, Any], pool: list[np.ndarray]) -> list[tuple[int, float | None]]:
+    """``(window start sample, atrial rate /min or None)`` for each window starting in ``core`` of a chunk starting at ``offset``.
 
-    ``pool``: QRS-T windows of earlier non-flutter N beats (updated in place with this chunk's).
-    ``prepared``: :func:`_prepare` of ``x`` done already (then ``x`` is not used).
+    ``prepared``: the chunk as :func:`_prepare` gives it. ``pool``: QRS-T windows of
+    earlier non-flutter N beats (updated in place with this chunk's).
     """
-    y, bad, fs, q = prepared if prepared is not None else _prepare(x, offset, excluded, fs_hz, p)
+    y, bad, fs, q = prepared
     sel = (beats >= offset) & (beats < offset + q * y.shape[0])
     local, local_n = (beats[sel] - offset) // q, is_n[sel]
     pre, post = int(p["qrst_ms"][0] * fs / 1000.0), int(p["qrst_ms"][1] * fs / 1000.0)
@@ -308,12 +307,11 @@ def flutter_spans(info: RecordInfo, beat_samples: np.ndarray, beat_classes: Sequ
     pool: list[np.ndarray] = []
     bounds = chunk_bounds(info.n_samples, int(p["chunk_s"] * fs), win)
     if workers > 1 and len(bounds) > 1:
-        for (start, _stop, c0, c1), ready in zip(bounds, _prepared_ahead(info, bounds, usable, excluded_spans, p, workers)):
-            labels += chunk_windows(None, start, beats, is_n, (), (c0, c1), fs, p, pool, prepared=ready)
-        return flutter_episodes(labels, win, fs, p)
-    for start, stop, c0, c1 in bounds:
-        x = read_samples(info, start, stop, usable).signal_mv
-        labels += chunk_windows(x, start, beats, is_n, excluded_spans, (c0, c1), fs, p, pool)
+        chunks = _prepared_ahead(info, bounds, usable, excluded_spans, p, workers)
+    else:
+        chunks = (_read_prepared(info, start, stop, usable, excluded_spans, p) for start, stop, _, _ in bounds)
+    for (start, _stop, c0, c1), ready in zip(bounds, chunks):
+        labels += chunk_windows(ready, start, beats, is_n, (c0, c1), p, pool)
     return flutter_episodes(labels, win, fs, p)
 
 
