@@ -56,6 +56,23 @@ def test_band_edge_flank_is_not_vf():
     assert window_label(slow, FS, DEFAULT_WAVE_PARAMS) is None
 
 
+def test_regularity_of_a_repeated_complex_a_sine_and_a_wandering_wave():
+    from ecgtrace.tools._rhythm_waves import regularity
+
+    t = np.arange(int(4 * FS)) / FS
+    assert regularity(np.sin(2 * np.pi * 3.0 * t)[:, None], FS) > 0.97  # exact repetition: about 1
+    cycle = np.zeros(int(FS) // 3)
+    cycle[:20] = np.hanning(20)  # a narrow complex every 1/3 s (180/min), flat between
+    assert regularity(np.tile(cycle, 12)[:, None], FS) > 0.97
+    rng = np.random.default_rng(0)
+    # each cycle 0.15-0.35 s long and 0.5-1.5 high: a fibrillation-like wave
+    cycles = [a * np.sin(np.linspace(0, 2 * np.pi, int(n), endpoint=False)) for n, a in
+              zip(rng.uniform(0.15, 0.35, 40) * FS, rng.uniform(0.5, 1.5, 40))]
+    wander = np.concatenate(cycles)[: t.size]
+    assert regularity(wander[:, None], FS) < DEFAULT_WAVE_PARAMS["max_regularity"]
+    assert regularity(np.zeros((int(4 * FS), 1)), FS) == 0.0  # a flat lead has no repetition to measure
+
+
 def test_episodes_bridge_one_window_and_drop_steep_runs():
     from ecgtrace.tools._rhythm_waves import _episodes
 
@@ -65,12 +82,17 @@ def test_episodes_bridge_one_window_and_drop_steep_runs():
     labels = ["vfl"] * 3 + [None] + ["vf"] * 2 + [None, None] + ["vfl"] * 4
     starts = [k * step for k in range(len(labels))]
     smooth = [12.0 if lab else np.nan for lab in labels]
-    spans = _episodes(labels, smooth, starts, win, 1000, fs, p)
+    varied = [0.5 if lab else np.nan for lab in labels]
+    spans = _episodes(labels, {"steepness": smooth, "regularity": varied}, starts, win, 1000, fs, p)
     # windows 0-5 bridge over the single gap (0 .. 5 s + 2 s window = 7 s); windows 8-11 are 5 s long; the double gap splits them
     assert [(s["onset_sample"], s["offset_sample"], s["kind"]) for s in spans] == [(1000, 1000 + 7 * fs, "vfl"), (1000 + 8 * fs, 1000 + 13 * fs, "vfl")]
     steep = [40.0 if lab and k >= 8 else v for k, (lab, v) in enumerate(zip(labels, smooth))]
-    assert [s["onset_sample"] for s in _episodes(labels, steep, starts, win, 1000, fs, p)] == [1000]
-    no_bridge = _episodes(labels, smooth, starts, win, 1000, fs, {**p, "bridge_s": 0.0})
+    assert [s["onset_sample"] for s in _episodes(labels, {"steepness": steep, "regularity": varied}, starts, win, 1000, fs, p)] == [1000]
+    repeated = [0.95 if lab and k < 8 else v for k, (lab, v) in enumerate(zip(labels, varied))]
+    assert [s["onset_sample"] for s in _episodes(labels, {"steepness": smooth, "regularity": repeated}, starts, win, 1000, fs, p)] == [1000 + 8 * fs]
+    no_limit = _episodes(labels, {"steepness": steep, "regularity": repeated}, starts, win, 1000, fs, {**p, "max_steepness": None, "max_regularity": None})
+    assert len(no_limit) == 2
+    no_bridge = _episodes(labels, {"steepness": smooth, "regularity": varied}, starts, win, 1000, fs, {**p, "bridge_s": 0.0})
     assert [s["onset_sample"] for s in no_bridge] == [1000 + 8 * fs]  # 3- and 2-window runs alone are under 5 s
 
 
