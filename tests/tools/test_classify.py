@@ -240,7 +240,7 @@ def test_deviant_v_rule_needs_a_missing_sinus_p():
     feats = _on_time_feats([1.5, 1.5, 1.5, 1.5, 1.0], [0.5, 0.5, 0.8, 0.5, 0.5], [0.0, 0.9, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.6, 0.0])
     res = cl._decide(feats, np.arange(5) * 2000 + 500, 250.0, None, (), 1, {}, forest=_one_class_forest("N"))
     assert res.classes.tolist() == ["V", "N", "N", "N", "N"]
-    assert res.provenance["params"]["deviant_v_rule"] == cv.DEVIANT_V_RULE and res.provenance["version"] == "5"
+    assert res.provenance["params"]["deviant_v_rule"] == cv.DEVIANT_V_RULE and res.provenance["version"] == "6"
 
 
 def test_fusion_needs_the_sinus_p_and_an_intermediate_qrs():
@@ -255,20 +255,26 @@ def test_fusion_needs_the_sinus_p_and_an_intermediate_qrs():
 
 def test_svt_run_counts_from_a_rhythm_break_against_the_long_rr():
     """Hand-made RR series: 400 beats at 800 ms with a 10-beat run at 480 ms (40 % short of the long median).
-    The run is S from its premature first beat on; the same fast beats without a break, wide, or in AF stay N."""
+    The run is S from its first beat on, which comes 40 % early against the 8 beats before it, even where the
+    centred local prematurity says nothing (a run longer than its half-window); the same fast rate reached
+    gradually, wide beats, or AF stay N."""
     from ecgtrace.tools import _classify_runs as cr
 
     n = 400
     rr = np.full(n, 800.0)
     rr[200:210] = 480.0
     assert np.allclose(cr.long_prematurity(rr, 150)[200:210], 1.0 - 480.0 / 800.0)
-    prem = np.zeros(n)
-    prem[200] = 0.4  # the first beat breaks the local rhythm; inside the run the local median is the run's own RR
-    feats = {"rr_prev_ms": rr, "prematurity": prem, "corr_qrs_mean": np.full(n, 0.97), "width_ratio": np.ones(n)}
+    onset = cr.onset_prematurity(rr, 8)
+    assert onset[200] == pytest.approx(0.4) and onset[201] == pytest.approx(0.4)  # 8 beats before: still 7 or 8 of 800 ms
+    assert onset[205] == pytest.approx(0.0) and onset[210] == pytest.approx(1.0 - 800.0 / 480.0)  # inside the run; the return
+    feats = {"rr_prev_ms": rr, "prematurity": np.zeros(n), "corr_qrs_mean": np.full(n, 0.97), "width_ratio": np.ones(n)}
     labels = np.full(n, "N")
     none = np.zeros(n, bool)
     assert np.flatnonzero(cr.svt_run(feats, labels, none)).tolist() == list(range(200, 210))
-    assert not cr.svt_run({**feats, "prematurity": np.zeros(n)}, labels, none).any()  # gradual: no break
+    ramp = rr.copy()
+    ramp[160:200] = np.linspace(800.0, 480.0, 40)  # 8 ms shorter each beat (75 to 125/min in 25 s): a sinus speed-up, no break
+    assert cr.onset_prematurity(ramp, 8)[160:210].max() < 0.1
+    assert not cr.svt_run({**feats, "rr_prev_ms": ramp}, labels, none).any()
     wide = np.ones(n)
     wide[200:210] = 1.5
     assert not cr.svt_run({**feats, "width_ratio": wide}, labels, none).any()  # wide: not supraventricular
@@ -278,7 +284,14 @@ def test_svt_run_counts_from_a_rhythm_break_against_the_long_rr():
     # a run whose first beat the forest already called S continues from it, and only N beats are returned
     labels_s = labels.copy()
     labels_s[200] = "S"
-    assert np.flatnonzero(cr.svt_run({**feats, "prematurity": np.zeros(n)}, labels_s, none)).tolist() == list(range(201, 210))
+    assert np.flatnonzero(cr.svt_run(feats, labels_s, none)).tolist() == list(range(201, 210))
+    # one noisy (wide-measured) beat inside the run interrupts it; the run goes on after it without a new break
+    one_wide = np.ones(n)
+    one_wide[204] = 1.5
+    assert np.flatnonzero(cr.svt_run({**feats, "width_ratio": one_wide}, labels, none)).tolist() == [200, 201, 202, 203, 205, 206, 207, 208, 209]
+    two_wide = one_wide.copy()
+    two_wide[205] = 1.5
+    assert np.flatnonzero(cr.svt_run({**feats, "width_ratio": two_wide}, labels, none)).tolist() == [200, 201, 202, 203]
 
 
 def test_feature_pass_in_workers_equals_the_serial_pass(synth_record):
