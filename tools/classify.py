@@ -54,7 +54,8 @@ from ecgtrace.tools.records import RecordInfo, open_record, read_samples
 
 METHOD = "rr-template-forest"
 VERSION = "6"  # 6: an SVT run starts at a beat early against the beats before it, and bridges one interrupting beat
-# (_classify_runs; DS1 leave-one-record-out S Se 46.2 -> 61.7 %, +P 91.8 -> 93.7 %); 5: deviant-V and fusion rules (_classify_ventricular), SVT runs vs the long RR (_classify_runs); on DS1
+# (_classify_runs; DS1 leave-one-record-out S Se 46.2 -> 61.7 %, +P 91.8 -> 93.7 %);
+# 5: deviant-V and fusion rules (_classify_ventricular), SVT runs vs the long RR (_classify_runs); on DS1
 # 4: PAC_RULE (abrupt RR break on both sides + foreign P -> S); 3: wide-V rule needs ectopic timing of look-alikes;
 # 2: model trained on MIT-BIH DS1 only; no S next to an artifact span
 

@@ -161,3 +161,27 @@ def test_benchmark_script_runs(shared_data):
     )
     assert out.returncode == 0, out.stderr[-2000:]
     assert "QTDB" in out.stdout and "LUDB" in out.stdout and "nk dwt" in out.stdout and "before" in out.stdout
+
+
+def _lead_marks(fs_hz: float, n_beats: int, with_p: bool) -> dict[str, np.ndarray]:
+    """One lead's per-beat marks as the delineator leaves them: QRS every second, 80 ms wide; P 160 ms before it."""
+    qrs_on = (np.arange(n_beats) * fs_hz + 0.5 * fs_hz).astype(np.int64)
+    p_on = qrs_on - int(0.16 * fs_hz) if with_p else np.full(n_beats, -1)
+    return {"qrs_on": qrs_on, "qrs_off": qrs_on + int(0.08 * fs_hz), "p_on": p_on.copy(), "p_peak": np.where(p_on >= 0, p_on + 20, -1),
+            "p_off": np.where(p_on >= 0, p_on + 50, -1), "p_present": np.full(n_beats, with_p), "p_quiet_ratio": np.full(n_beats, 3.0 if with_p else np.nan)}
+
+
+@pytest.mark.parametrize(("p_leads", "kept"), [(2, True), (1, False)])
+def test_p_waves_belong_to_the_window_when_two_of_twelve_leads_show_them(p_leads, kept):
+    """Hand-made marks: a steady PR of 160 ms in ``p_leads`` leads, none elsewhere. Two of twelve leads keep the P waves
+    in every lead (sinus tachycardia with P on T shows them in few leads); one lead alone does not (AF's f waves can)."""
+    from ecgtrace.tools._delineate import DelineationParams
+    from ecgtrace.tools.measure import _p_rule_all_leads
+
+    fs = 500.0
+    results = [_lead_marks(fs, 10, with_p=j < p_leads) for j in range(12)]
+    p_waves = _p_rule_all_leads(results, fs, DelineationParams())
+    assert [pw["present"] for pw in p_waves] == [j < p_leads for j in range(12)]
+    assert {pw["window_present"] for pw in p_waves} == {kept}
+    assert bool(results[0]["p_present"].all()) is kept  # a lead that showed them loses them when the window rule says AF
+    assert (results[0]["p_on_found"] >= 0).all()  # the found marks stay for the atrial analysis either way
