@@ -218,9 +218,12 @@ def vfdb_section(data: Path) -> list[Table]:
     """VF/VFL/asystole episodes of VFDB against events from the signal: per record (tuned or not), and per half by duration."""
     from _protocol import vfdb_status
 
+    from ecgtrace.tools._rhythm_waves import WAVES_VERSION
+
     folder = data / "vfdb"
     names = sorted(p.stem for p in folder.glob("*.hea")) if folder.is_dir() else []
-    per_record = Table(title="VFDB per record: expert VF|VFIB|VFL episodes vs vf/vfl events from the signal (tuned: 418-422 set wave detector v3)")
+    per_record = Table(title="VFDB per record: expert VF|VFIB|VFL episodes vs vf/vfl events from the signal (tuned: 418-422 set wave detector v3 on; "
+                      f"this is v{WAVES_VERSION})")
     for col in ("record", "split", "episodes found / ref", "events correct / all", "ref s", "event s", "overlap s", "duration Se %", "duration +P %"):
         per_record.add_column(col, justify="left" if col in ("record", "split") else "right")
     halves: dict[str, dict[str, dict[str, list[int]]]] = {"tuned": {}, "untuned": {}}
