@@ -20,7 +20,7 @@ from scipy.ndimage import median_filter
 #: The P-wave and noise conditions were dropped: inside a fast run the P wave merges with the previous T.
 #: Version 6 (classify.VERSION) added ``onset_ref_beats`` and ``bridge_beats``, chosen on the same DS1 outputs: S Se 46.2 -> 61.7 %,
 #: +P 91.8 -> 93.7 % (209: 195 -> 49 S missed); onset_ref 4/16 and bridge 2/3 within 0.2 points, long_prematurity 0.25 / 0.2
-#: 62.6 / 92.6 and 63.6 / 90.1 (kept 0.3); the onset reference alone 46.6 / 91.9, the bridge alone 46.2; a long reference at the
+#: 62.6 / 92.6 and 63.6 / 90.1 (kept 0.3); the onset reference alone 56.1 / 93.1, the bridge alone 46.6 / 91.9; a long reference at the
 #: 65th-85th RR percentile instead of the median gained at most 1 point of Se for 4 of +P (version 5 rules).
 SVT_RUN_RULE = {"long_half_beats": 150, "long_prematurity_min": 0.3, "start_prematurity_min": 0.1,
                 "onset_ref_beats": 8, "bridge_beats": 1, "corr_qrs_mean_min": 0.9, "width_ratio_max": 1.2}
