@@ -21,7 +21,7 @@ Order of the decision, per beat:
    gradually and keeps the sinus P.
 4. Ventricular second look (:mod:`ecgtrace.tools._classify_ventricular`): a wide, very different beat
    without the dominant P wave is V whatever its timing; F stays F only with the dominant P and an
-   intermediate QRS, else V. A narrow beat in a run started by a rhythm break whose RR is clearly short
+   intermediate QRS (still like the dominant one, and narrower than the record's V beats), else V. A narrow beat in a run started by a rhythm break whose RR is clearly short
    against the record's long-window RR is S (a run of atrial tachycardia).
 5. **AF first**: inside the AF mask a beat is never S (an RR-irregular beat in
    AF is not a premature atrial beat); it falls back to the next most likely
@@ -53,7 +53,8 @@ from ecgtrace.tools.annotations import AAMI_ORDER
 from ecgtrace.tools.records import RecordInfo, open_record, read_samples
 
 METHOD = "rr-template-forest"
-VERSION = "6"  # 6: an SVT run starts at a beat early against the beats before it, and bridges one interrupting beat
+VERSION = "7"  # 7: F stays F only with a QRS narrower than the record's V beats (_classify_ventricular.FUSION_WIDTH_RULE);
+# 6: an SVT run starts at a beat early against the beats before it, and bridges one interrupting beat
 # (_classify_runs; DS1 leave-one-record-out S Se 46.2 -> 61.7 %, +P 91.8 -> 93.7 %);
 # 5: deviant-V and fusion rules (_classify_ventricular), SVT runs vs the long RR (_classify_runs); on DS1
 # 4: PAC_RULE (abrupt RR break on both sides + foreign P -> S); 3: wide-V rule needs ectopic timing of look-alikes;
@@ -395,7 +396,8 @@ def _decide(feats, beats, fs_hz, af_mask, artifact_spans, n_templates, params, f
             "decision_weights": dict(DECISION_WEIGHTS),
             "wide_v_rule": dict(WIDE_V_RULE),
             "pac_rule": dict(PAC_RULE),
-            "deviant_v_rule": dict(cv.DEVIANT_V_RULE), "fusion_rule": dict(cv.FUSION_RULE), "svt_run_rule": dict(cr.SVT_RUN_RULE),
+            "deviant_v_rule": dict(cv.DEVIANT_V_RULE), "fusion_rule": dict(cv.FUSION_RULE),
+            "fusion_width_rule": dict(cv.FUSION_WIDTH_RULE), "svt_run_rule": dict(cr.SVT_RUN_RULE),
             "rr_artifact_margin_s": RR_ARTIFACT_MARGIN_S,
             "s_min_prematurity": S_MIN_PREMATURITY,
             "n_rr_unreliable": int(np.count_nonzero(rr_unreliable)),

@@ -240,7 +240,7 @@ def test_deviant_v_rule_needs_a_missing_sinus_p():
     feats = _on_time_feats([1.5, 1.5, 1.5, 1.5, 1.0], [0.5, 0.5, 0.8, 0.5, 0.5], [0.0, 0.9, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.6, 0.0])
     res = cl._decide(feats, np.arange(5) * 2000 + 500, 250.0, None, (), 1, {}, forest=_one_class_forest("N"))
     assert res.classes.tolist() == ["V", "N", "N", "N", "N"]
-    assert res.provenance["params"]["deviant_v_rule"] == cv.DEVIANT_V_RULE and res.provenance["version"] == "6"
+    assert res.provenance["params"]["deviant_v_rule"] == cv.DEVIANT_V_RULE and res.provenance["version"] == "7"
 
 
 def test_fusion_needs_the_sinus_p_and_an_intermediate_qrs():
@@ -251,6 +251,27 @@ def test_fusion_needs_the_sinus_p_and_an_intermediate_qrs():
     feats = _on_time_feats([1.1, 1.1, 1.1, 1.1], [0.85, 0.85, 0.55, 0.55], [0.8, 0.1, 0.8, 0.1], [0.0] * 4)
     res = cl._decide(feats, np.arange(4) * 2000 + 500, 250.0, None, (), 1, {}, forest=_one_class_forest("F"))
     assert res.classes.tolist() == ["F", "V", "V", "V"]
+
+
+def test_fusion_is_narrower_than_the_records_own_v_beats():
+    """Six V beats twice as wide as the dominant beat (no sinus P): a fusion-looking beat as wide as they are
+    is V, one clearly narrower stays F; with too few V beats in the record nothing is compared."""
+    from ecgtrace.tools import _classify_ventricular as cv
+    from ecgtrace.tools import classify as cl
+
+    share, min_v = cv.FUSION_WIDTH_RULE["v_width_share_max"], cv.FUSION_WIDTH_RULE["min_v_beats"]
+    as_wide, narrower = 2.0 * share + 0.01, 2.0 * share - 0.3
+    # min_v V beats (no sinus P, wide) | a fusion-looking beat as wide as them | a narrower one
+    widths = [2.0] * min_v + [as_wide, narrower]
+    feats = _on_time_feats(widths, [0.5] * min_v + [0.85, 0.85], [0.0] * min_v + [0.8, 0.8], [0.0] * (min_v + 2))
+    res = cl._decide(feats, np.arange(min_v + 2) * 2000 + 500, 250.0, None, (), 1, {}, forest=_one_class_forest("F"))
+    assert res.classes.tolist() == ["V"] * min_v + ["V", "F"]
+    assert res.provenance["params"]["fusion_width_rule"] == cv.FUSION_WIDTH_RULE and res.provenance["version"] == "7"
+    # one V beat fewer: the record's V width is unknown, so both fusion-looking beats stay F
+    labels = np.array(["V"] * (min_v - 1) + ["F", "F"])
+    few = {k: v[1:] for k, v in feats.items()}
+    assert cv.apply(labels, few).tolist() == ["V"] * (min_v - 1) + ["F", "F"]
+    assert cv.as_wide_as_v(feats, np.array(["V"] * min_v + ["F", "F"])).tolist() == [True] * min_v + [True, False]
 
 
 def test_svt_run_counts_from_a_rhythm_break_against_the_long_rr():
