@@ -21,7 +21,9 @@ level (:func:`pr_level`: the flattest 20 ms in the 80 ms before QRS onset):
 * Patterns: ``qr`` (q then a dominant R), ``rs`` (no q, R smaller than the S
   after it), ``monophasic_r`` (R with no q of ``MONO_Q_SHARE`` of R, no S of
   ``MONO_S_SHARE`` of R, no R' unless M-shaped), ``rsr_prime`` (R' of at least
-  ``RSR_MIN_MV``).
+  ``RSR_MIN_MV``). For ``monophasic_r`` a terminal S counts only as deep as the
+  signal comes back up from it by the J point: a descent that ends in a depressed
+  J point is the discordant ST segment of a bundle-branch block, not an S wave.
 * ``st_j_mv``: level at the window's J point (+-10 ms mean): the upper quartile
   of the leads' QRS offsets, so a lead whose own offset comes early is not read
   on its S wave; ``st_j60_mv`` at J + 60 ms; ``qrs_pos_mv``/``qrs_neg_mv``: the largest positive and
@@ -115,6 +117,13 @@ def _settled(xl: np.ndarray, on: int, off: int, j: int, fs_hz: float) -> int:
     return j
 
 
+def _rebound_mv(xl: np.ndarray, trough: int, j: int) -> float:
+    """How far (mV) the signal comes back up from a terminal S trough at ``trough`` by the J point ``j``."""
+    if j <= trough:
+        return 0.0
+    return float(np.max(xl[trough : j + 1]) - xl[trough])
+
+
 PR_SEARCH_MS = 80.0  # the PR level is the flattest 20 ms within this span before QRS onset
 
 
@@ -187,7 +196,8 @@ def beat_morphology(xl: np.ndarray, on: int, off: int, fs_hz: float, j_point: in
     out["qr_pattern"] = float(q is not None and r_amp > max(s_amp, q_amp))
     out["rs_pattern"] = float(q is None and s is not None and r_amp < s_amp)
     big = max(r_amp, r_prime["amp"] if r_prime is not None else 0.0)
-    out["monophasic_r"] = float(q_amp < MONO_Q_SHARE * big and s_amp < MONO_S_SHARE * big and (r_prime is None or m_shape))
+    s_wave = s_amp if s is None or r_prime is not None else min(s_amp, _rebound_mv(xl, on + int(s["peak"]), j))
+    out["monophasic_r"] = float(q_amp < MONO_Q_SHARE * big and s_wave < MONO_S_SHARE * big and (r_prime is None or m_shape))
     out["rsr_prime"] = float(r_prime is not None)
     out["r_prime_amp_mv"] = r_prime["amp"] if r_prime is not None else 0.0
     return out

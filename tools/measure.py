@@ -47,9 +47,12 @@ from ecgtrace.tools._delineate_waves import global_j_point, lead_morphology, pat
 from ecgtrace.tools._delineation import INTERNAL_FS_HZ, Delineation, LeadFiducials, marks_to_record, to_internal
 from ecgtrace.tools.records import SignalWindow
 
+# 6: a terminal S counts for monophasic_r only as far as the signal comes back up from it by the J point (LBBB's
+#    discordant ST is no S wave; benchmarks/audit_items.py LBBB positives tuned 1/5 -> 2/5, untuned 1/4 -> 2/4,
+#    negatives and RBBB unchanged);
 # 5: P waves kept when 2 of 12 leads show them (was 3); 4: QRS offset from the median beat;
 # 3: beat-to-beat template projection of P on/off and T off (_delineate_consistency)
-MEASURE_VERSION = "5"
+MEASURE_VERSION = "6"
 CROSS_LEAD_MIN_LEADS = 3
 #: P waves belong to the window's rhythm when at least this share of the leads shows them (2 of 12). A quarter (3 of 12)
 #: removed them from sinus tachycardia with P on T, where V1 and V4 still showed them at a steady PR (CinC JS20006).

@@ -75,6 +75,23 @@ def test_st_level_is_read_after_a_slow_s_upstroke() -> None:
         assert m["st_j_mv"] == pytest.approx(st_mv, abs=0.05), (st_mv, m["st_j_mv"])
 
 
+def test_a_descent_into_a_depressed_st_is_not_an_s_wave() -> None:
+    """LBBB in a lateral lead: a broad R whose downstroke ends in ST depression of 0.25 mV (22 % of R) stays a
+    monophasic R; the same R followed by an S of 0.45 mV that comes back to the baseline by the J point is RS."""
+    t = np.arange(0.0, 600.0, 1000.0 / FS)
+    r = _gauss(t, 150, 16, 1.15)
+    on, j = int(105 * FS / 1000), int(215 * FS / 1000)
+    # the ST level falls to -0.25 mV with the R downstroke and stays there until a discordant T
+    depressed_st = -0.25 / (1 + np.exp(-(t - 178.0) / 5.0)) * (1 - 1 / (1 + np.exp(-(t - 420.0) / 20.0)))
+    m = beat_morphology(r + depressed_st, on, j, FS)
+    assert m["st_j_mv"] == pytest.approx(-0.25, abs=0.04)
+    assert m["qrs_neg_mv"] > 0.2 and m["monophasic_r"] == 1.0
+    real_s = _gauss(t, 190, 6, -0.5)
+    m = beat_morphology(r + real_s, on, j, FS)
+    assert m["st_j_mv"] == pytest.approx(0.0, abs=0.03)
+    assert m["s_dur_ms"] > 0 and m["monophasic_r"] == 0.0
+
+
 def _rhythm(p_times_ms: list[float], qrs_times_ms: list[float], duration_ms: float = 10000.0) -> SignalWindow:
     """Three leads with P waves and QRS-T complexes at the given times (independent of each other)."""
     t = np.arange(0.0, duration_ms, 1000.0 / FS)
