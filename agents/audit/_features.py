@@ -21,12 +21,13 @@ from ecgtrace.agents.audit._features_leads import (
     MORPHOLOGY_FLAGS, MORPHOLOGY_VALUES, P_PR_TOLERANCE_MS, BeatView, amplitudes_calibrated, beat_lead_values, drop_small_qrs_widths, drop_uncalibrated,
     lead_features, median, twelve_lead,
 )
-from ecgtrace.agents.audit._pacing import paced_beats
+from ecgtrace.agents.audit._pacing import paced_beats, unit_peak_to_peak
 from ecgtrace.jsonio import plain_json
 from ecgtrace.tools.measure import WindowMeasurements, measure_window
 from ecgtrace.tools.records import SignalWindow
 
-FEATURES_VERSION = "6"  # 6: paced_beat_pct from pacing spikes on the signal where no reference symbols exist
+FEATURES_VERSION = "7"  # 7: paced_beat_pct also on records without mV (LUDB), each lead read at 1 mV peak to peak;
+# 6: paced_beat_pct from pacing spikes on the signal where no reference symbols exist
 PREMATURE_RATIO = 0.85  # RR < 85 % of the reference RR ...
 REFERENCE_RRS = 5  # ... the median of the (up to) 5 preceding RR intervals
 WIDE_QRS_MS = 120.0
@@ -304,9 +305,9 @@ def window_features(window: SignalWindow, table: BeatTable) -> WindowFeatures:
     width_idx = _premature_features(feats, rh, c)
     symbols = [str(s) for s in np.asarray(table.symbols)[np.isin(table.samples, rh.samples)]] if table.symbols is not None else None
     _class_features(feats, rh, table, fs, symbols)
-    if symbols is None and amplitudes_calibrated(window.signal_mv):  # no reference '/' marks: the spikes the signal shows (mV thresholds)
-        feats["paced_beat_pct"] = 100.0 * float(np.mean(paced_beats(window.signal_mv, fs, _qrs_onsets(view) - window.sampfrom,
-                                                                      rh.samples - window.sampfrom)))
+    if symbols is None:  # no reference '/' marks: the spikes the signal shows (mV thresholds; a record without mV at 1 mV per lead)
+        signal = window.signal_mv if amplitudes_calibrated(window.signal_mv) else unit_peak_to_peak(window.signal_mv)
+        feats["paced_beat_pct"] = 100.0 * float(np.mean(paced_beats(signal, fs, _qrs_onsets(view) - window.sampfrom, rh.samples - window.sampfrom)))
     dominant = _dominant(rh)
     _p_wave_features(feats, per_lead, rh, c, view.leads)
     qrs_size = lead_features(view, dominant, per_lead)

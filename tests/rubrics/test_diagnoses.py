@@ -198,7 +198,7 @@ def test_every_wording_is_recognised_when_answered_verbatim(graphs) -> None:
 
 def test_a_finding_can_name_another_diagnosis(graphs, tmp_path: Path) -> None:
     """ERB's fascicular blocks start with 'LBBB present -> No': the lbbb graph is walked on the same features."""
-    lbbb = {"qrs_ms": 160, "qrs_axis_deg": -60, "per_lead": {"qrs_net_mv": {"V1": -1.2, "V2": -1.5}, "monophasic_r": {"I": True, "aVL": True, "V6": True},
+    lbbb = {"qrs_ms": 160, "paced_beat_pct": 0, "qrs_axis_deg": -60, "per_lead": {"qrs_net_mv": {"V1": -1.2, "V2": -1.5}, "monophasic_r": {"I": True, "aVL": True, "V6": True},
                                                            "r_notched": {"V6": True}}}
     path = evaluate(graphs["lafb"], lbbb, graphs)
     assert path.path_id == "lafb:no_lbbb+=>no" and path.steps[0].values == {"lbbb@decision": True}

@@ -76,3 +76,21 @@ def test_a_spike_just_before_a_narrow_beat_has_no_room_before_its_r_peak() -> No
     fs = 100.0
     x, on, r = _beats(fs, qrs_ms=60.0, spike_mv=0.4)
     assert not paced_beats(x, fs, on, r).any()
+
+
+def test_a_record_without_mv_is_read_at_one_mv_per_lead() -> None:
+    """Every lead scaled to 1 mV peak to peak (LUDB's convention) by unit_peak_to_peak; a stimulus keeps its size
+    against its lead's QRS, so the spikes of a paced record scaled to 0.1 mV lead by lead are found again."""
+    from ecgtrace.agents.audit._pacing import unit_peak_to_peak
+
+    fs = 500.0
+    x, on, r = _beats(fs, qrs_ms=160.0, spike_mv=0.4)
+    shrunk = x / (10.0 * np.ptp(x, axis=0))[None, :]  # each lead 0.1 "mV": every stimulus falls under the threshold
+    assert not paced_beats(shrunk, fs, on, r).any()
+    unit = unit_peak_to_peak(shrunk)
+    assert np.allclose(np.ptp(unit, axis=0), 1.0)
+    assert np.allclose(unit, x / np.ptp(x, axis=0)[None, :])
+    assert paced_beats(unit, fs, on, r).all()
+    flat = np.column_stack([np.zeros(50), np.full(50, np.nan), np.linspace(0.0, 2.0, 50)])
+    out = unit_peak_to_peak(flat)
+    assert (out[:, 0] == 0).all() and np.isnan(out[:, 1]).all() and np.ptp(out[:, 2]) == 1.0

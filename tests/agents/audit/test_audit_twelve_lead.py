@@ -49,6 +49,20 @@ def test_a_paced_record_is_paced_and_no_fascicular_block(measured, graphs) -> No
         assert path.path_id == f"{gid}:no_lbbb-/no_paced+=>no", path.path_id
 
 
+def test_a_record_without_mv_is_paced_from_its_spikes_and_no_bundle_branch_block(measured, graphs) -> None:
+    """LUDB 34 (tuned half; ventricular pacing, third-degree AV block): LUDB scales every lead to 1 mV, so the record
+    has no mV; its spikes, read against each lead's own size, make it paced, and LBBB and RBBB stop at the pacing."""
+    features, _, labels, info = measured["ludb_34"]
+    assert features["amplitudes_calibrated"] is False
+    assert labels.label(graphs["lbbb"], 0.0, info.duration_s) is False and labels.label(graphs["rbbb"], 0.0, info.duration_s) is False
+    assert labels.label(graphs["paced_rhythm"], 0.0, info.duration_s) is True  # 'Unipolar ventricular pacing'
+    assert features["paced_beat_pct"] >= 50.0
+    assert evaluate(graphs["paced_rhythm"], features, graphs).decision is True
+    for gid in ("lbbb", "rbbb"):
+        path = evaluate(graphs[gid], features, graphs)
+        assert path.path_id == f"{gid}:wide_qrs+/no_paced+=>no", path.path_id
+
+
 def test_a_normal_record_is_negative_for_every_12_lead_diagnosis(measured, graphs) -> None:
     features, _, labels, info = measured["ptbxl_1"]
     assert "NORM" in labels.scp_positive
