@@ -94,6 +94,12 @@ def check_references(graphs: dict[str, DiagnosisGraph]) -> None:
                     why = "names itself" if target == gid else f"names unknown diagnosis {target!r} (graphs: {', '.join(sorted(graphs))})"
                     raise rubric_error(graph.source or gid, lines, loc, why)
                 edges[gid].add(target)
+        for k, target in enumerate(graph.requires.not_with):
+            if target not in graphs or target == gid:
+                _, lines = read_yaml(graph.source or "")
+                why = "names itself" if target == gid else f"names unknown diagnosis {target!r} (graphs: {', '.join(sorted(graphs))})"
+                raise rubric_error(graph.source or gid, lines, ("requires", "not_with", k), why)
+            edges[gid].add(target)
     for gid in graphs:  # reference cycles: a depth-first walk from each graph
         stack, seen = [gid], set()
         while stack:

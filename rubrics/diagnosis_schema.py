@@ -107,8 +107,16 @@ class Criterion(_Strict):
 
 
 class Requires(_Strict):
+    """What a window needs before the graph applies to it at all.
+
+    ``not_with``: diagnoses (graph ids in the same folder) beside which the graph's criteria say nothing
+    (ST criteria of ischaemia beside complete LBBB or ventricular pacing, whose ST-T changes are secondary):
+    where one of them walks to Yes the window is not applicable, and the builder drops it with that reason.
+    """
+
     min_leads: int = Field(default=1, ge=1)
     leads: list[str] = Field(default_factory=list)
+    not_with: list[str] = Field(default_factory=list)
 
 
 class DiagnosisGraph(_Strict):

@@ -48,7 +48,7 @@ from ecgtrace.agents.audit._labels import record_labels
 from ecgtrace.agents.audit._leads import balance_leads
 from ecgtrace.agents.audit._questions import balance_measurement, build_loops
 from ecgtrace.agents.audit._surface import balance_surface
-from ecgtrace.agents.audit.engine import ENGINE_VERSION, MissingFeature, evaluate
+from ecgtrace.agents.audit.engine import ENGINE_VERSION, MissingFeature, NotApplicable, evaluate
 from ecgtrace.contracts.audit import YES_NO, AuditItem
 from ecgtrace.contracts.common import RecordRef
 from ecgtrace.errors import EcgTraceError
@@ -198,6 +198,9 @@ def _candidate(graph, info, table, labels, mapped, t0, t1, kept, limit, cache, o
         return None
     try:
         path = evaluate(graph, wf.features, graphs)
+    except NotApplicable as exc:  # e.g. ischaemia's ST criteria beside complete LBBB: the graph says nothing there
+        drops[exc.reason] += 1
+        return None
     except MissingFeature as exc:
         uncalibrated = wf.features.get("amplitudes_calibrated") is False  # mV values of a per-lead normalized record
         drops[f"feature_unavailable:{exc.feature}" + (":amplitudes_not_calibrated" if uncalibrated else "")] += 1

@@ -22,7 +22,7 @@ from typing import Any
 
 from ecgtrace.rubrics.diagnosis_schema import DECISION_FEATURE, DIAGNOSE, FEATURES, DiagnosisGraph, GroundingRule, unit_factor
 
-ENGINE_VERSION = "2"
+ENGINE_VERSION = "3"  # 3: requires.not_with (a graph does not apply beside another graph's Yes)
 
 
 class MissingFeature(LookupError):
@@ -32,6 +32,19 @@ class MissingFeature(LookupError):
         self.feature = feature
         self.lead = lead
         super().__init__(f"{feature}" + (f" in lead {lead}" if lead else ""))
+
+
+class NotApplicable(LookupError):
+    """The graph does not apply to this window: a diagnosis its ``requires.not_with`` names walks to Yes."""
+
+    def __init__(self, diagnosis: str, beside: str) -> None:
+        self.diagnosis = diagnosis
+        self.beside = beside
+        super().__init__(f"{diagnosis} does not apply beside {beside}")
+
+    @property
+    def reason(self) -> str:
+        return f"not_applicable:beside_{self.beside}"
 
 
 @dataclass(frozen=True)
@@ -203,8 +216,13 @@ def evaluate(graph: DiagnosisGraph, features: dict[str, Any], graphs: dict[str, 
     ``graphs`` resolves findings that name another diagnosis (default: the built-in graphs).
 
     Raises:
-        MissingFeature: a visited criterion needs a value the window lacks.
+        MissingFeature: a visited criterion (or a graph ``requires.not_with`` names) needs a value the window lacks.
+        NotApplicable: a diagnosis ``requires.not_with`` names walks to Yes on the same features.
     """
+    for beside in graph.requires.not_with:
+        pool = graphs if graphs is not None and beside in graphs else _builtin_graphs()
+        if evaluate(pool[beside], features, pool).decision:
+            raise NotApplicable(graph.id, beside)
     steps: list[Step] = []
     node = graph.start
     visited: set[str] = set()

@@ -27,7 +27,7 @@ import copy
 from typing import Any
 
 from ecgtrace.agents.audit._features import window_features
-from ecgtrace.agents.audit.engine import MissingFeature, evaluate
+from ecgtrace.agents.audit.engine import MissingFeature, NotApplicable, evaluate
 from ecgtrace.agents.probe import _audit_edits as ed
 from ecgtrace.agents.probe._audit_item import align, chain_item, turn_pairs
 from ecgtrace.agents.probe._files import ProbeFiles
@@ -56,6 +56,8 @@ def reproduced(src: ed.Source, graph: DiagnosisGraph, graphs: dict[str, Diagnosi
     """None when the original's path comes out of its window again, else the reason."""
     try:
         path = evaluate(graph, src.features.features, graphs)
+    except NotApplicable as exc:
+        return f"original_not_reproduced:{exc.reason}"
     except MissingFeature as exc:
         return f"original_not_reproduced:feature_unavailable:{exc.feature}"
     if path.path_id != src.item["path_id"] or bool(path.decision) != bool(src.item["label"]):
@@ -121,6 +123,8 @@ def edited_counterfactual(src: ed.Source, lenders: ed.Lenders, kind: str, graph:
     wf = window_features(window, table)
     try:
         path = evaluate(graph, wf.features, graphs)
+    except NotApplicable as exc:  # the edit made the window one the graph does not apply to (e.g. it now reads as LBBB)
+        return _pair(o, kind, cf_id, reason=f"{exc.reason}_after_edit", before=_truth(o), edit=edit), None
     except MissingFeature as exc:
         return _pair(o, kind, cf_id, reason=f"feature_unavailable_after_edit:{exc.feature}", before=_truth(o), edit=edit), None
     after = {"label": bool(path.decision), "path_id": path.path_id}

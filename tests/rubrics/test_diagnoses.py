@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ecgtrace.agents.audit.engine import MissingFeature, evaluate, evaluate_predicate, grounding_leads
+from ecgtrace.agents.audit.engine import MissingFeature, NotApplicable, evaluate, evaluate_predicate, grounding_leads
 from ecgtrace.errors import RubricError
 from ecgtrace.rubrics.diagnosis_schema import FEATURES, GroundingRule, load_diagnoses, load_diagnosis, validate_diagnosis_file
 from ecgtrace.rubrics.loading import builtin_dir
@@ -215,6 +215,42 @@ def test_a_finding_can_name_another_diagnosis(graphs, tmp_path: Path) -> None:
     bad = text.replace("diagnosis: lbbb, op", "diagnosis: lbbb, unit: mV, op")
     (tmp_path / "lafb.yaml").write_text(bad, encoding="utf-8")
     assert "has only feature, diagnosis, op and value" in validate_diagnosis_file(tmp_path / "lafb.yaml")[0]
+
+
+ST_GRAPHS = ("anterior_ischemia", "inferior_ischemia", "lateral_ischemia", "anterior_mi", "inferior_mi", "lateral_mi", "st_elevation", "st_depression")
+
+
+@pytest.mark.parametrize("graph_id", ST_GRAPHS)
+def test_st_graphs_do_not_apply_beside_lbbb_or_pacing(graphs, graph_id: str) -> None:
+    """ST elevation of 0.3 mV and ST depression of 0.2 mV in every lead, Q waves and inverted T everywhere: the graph
+    says Yes on a narrow unpaced window, is not applicable beside complete LBBB or a paced rhythm, and cannot tell
+    without the QRS width the LBBB graph asks first."""
+    leads = ("I", "II", "III", "aVR", "aVL", "aVF", "V1", "V2", "V3", "V4", "V5", "V6")
+    level = 0.3 if graph_id.endswith("_mi") or graph_id == "st_elevation" else -0.2
+    waves = {"st_j_mv": dict.fromkeys(leads, level), "st_j60_mv": dict.fromkeys(leads, level), "t_amp_mv": dict.fromkeys(leads, -0.3),
+             "pathological_q": dict.fromkeys(leads, True)}
+    narrow = {"qrs_ms": 90, "paced_beat_pct": 0, "per_lead": waves}
+    assert graphs[graph_id].requires.not_with == ["lbbb", "paced_rhythm"]
+    assert evaluate(graphs[graph_id], narrow, graphs).decision is True
+    lbbb = {"qrs_ms": 160, "paced_beat_pct": 0, "per_lead": {**waves, "qrs_net_mv": {"V1": -1.2, "V2": -1.6},
+                                                             "monophasic_r": {"I": True, "aVL": True, "V6": True}, "r_notched": {"V5": True}}}
+    with pytest.raises(NotApplicable) as exc:
+        evaluate(graphs[graph_id], lbbb, graphs)
+    assert exc.value.reason == "not_applicable:beside_lbbb"
+    with pytest.raises(NotApplicable) as exc:
+        evaluate(graphs[graph_id], {**lbbb, "paced_beat_pct": 90}, graphs)  # paced: LBBB itself stops at the pacing
+    assert exc.value.reason == "not_applicable:beside_paced_rhythm"
+    with pytest.raises(MissingFeature):
+        evaluate(graphs[graph_id], {"paced_beat_pct": 0, "per_lead": waves}, graphs)
+
+
+def test_not_with_must_name_a_graph_of_the_folder(graphs, tmp_path: Path) -> None:
+    for name in ("st_elevation", "lbbb", "paced_rhythm"):
+        shutil.copy(builtin_dir("diagnoses") / f"{name}.yaml", tmp_path / f"{name}.yaml")
+    assert sorted(load_diagnoses(tmp_path)) == ["lbbb", "paced_rhythm", "st_elevation"]
+    (tmp_path / "lbbb.yaml").unlink()  # nothing else names lbbb: only st_elevation's requires.not_with does
+    with pytest.raises(RubricError, match=r"requires\.not_with\.0: names unknown diagnosis 'lbbb'"):
+        load_diagnoses(tmp_path)
 
 
 def test_composites_decide_without_a_missing_value_when_they_can() -> None:
