@@ -11,7 +11,10 @@ The engine knows nothing about the set a graph belongs to; every rule it
 applies comes from the YAML graph (:mod:`ecgtrace.rubrics.diagnosis_schema`).
 A finding may name another graph (``{feature: diagnosis_decision, diagnosis: lbbb, op: "==", value: true}``,
 ERB's "LBBB present -> No" for the fascicular blocks): that graph is walked on
-the same features and its decision is the measured value.
+the same features and its decision is the measured value. A graph's
+``requires.not_with`` names graphs beside whose Yes it does not apply at all:
+those are walked first, and a Yes raises :class:`NotApplicable` (the builder
+drops the window with ``not_applicable:beside_<id>``) instead of a path.
 """
 
 from __future__ import annotations
