@@ -53,7 +53,8 @@ from ecgtrace.tools.annotations import AAMI_ORDER
 from ecgtrace.tools.records import RecordInfo, open_record, read_samples
 
 METHOD = "rr-template-forest"
-VERSION = "7"  # 7: F stays F only with a QRS narrower than the record's V beats (_classify_ventricular.FUSION_WIDTH_RULE);
+VERSION = "7"  # 7: F stays F only with a QRS narrower than the record's V beats (_classify_ventricular.FUSION_WIDTH_RULE),
+# and the ventricular rules also decide the provisional classes the AF detector sees (false AF in MIT-BIH 207 and 223);
 # 6: an SVT run starts at a beat early against the beats before it, and bridges one interrupting beat
 # (_classify_runs; DS1 leave-one-record-out S Se 46.2 -> 61.7 %, +P 91.8 -> 93.7 %);
 # 5: deviant-V and fusion rules (_classify_ventricular), SVT runs vs the long RR (_classify_runs); on DS1
@@ -155,7 +156,9 @@ def classify_beats(
             ``tools.af.detect_af(...).beat_mask``); such beats are never S.
             When None and ``auto_af`` is true, the mask is computed here with
             ``tools.af.detect_af`` from the beats, this module's P-wave evidence
-            and its provisional classes (AF first, even when the caller has no mask).
+            and its provisional classes: the forest's with S read as N (S would veto AF) and the
+            ventricular rules applied, so the detector leaves V beats out (AF first, even when
+            the caller has no mask).
         artifact_spans: spans ``(start_sample, stop_sample)`` (or dicts with
             ``start_sample``/``stop_sample`` or ``onset_sample``/``offset_sample``)
             whose beats are labelled Q.
@@ -334,6 +337,21 @@ def _labels_with_s_rules(score: np.ndarray, classes: Sequence[str], feats: dict[
     return np.where(cr.svt_run(feats, labels, in_af | rr_unreliable), "S", labels)
 
 
+def _ventricular_rules(labels: np.ndarray, feats: dict[str, np.ndarray]) -> np.ndarray:
+    """Labels after :data:`WIDE_V_RULE` (N or S -> V) and the second look of :mod:`_classify_ventricular`."""
+    r = WIDE_V_RULE
+    wide_v = (
+        (feats["clu_width_ratio"] >= r["clu_width_ratio_min"])
+        & (feats["width_ratio"] >= r["width_ratio_min"])
+        & (feats["corr_qrs_mean"] < r["corr_qrs_mean_max"])
+        & (feats["noise_ratio"] < r["noise_ratio_max"])
+        # ectopic timing of the beat's look-alikes: a cluster of wide beats that come on time
+        # (intermittent bundle-branch block, 2:1 conduction) is conduction, not ventricular ectopy
+        & ((feats["clu_prematurity"] >= r["clu_prematurity_min"]) | (feats["clu_compensatory_ratio"] >= r["clu_compensatory_min"]))
+    )
+    return cv.apply(np.where(wide_v & ((labels == "N") | (labels == "S")), "V", labels), feats)
+
+
 def _decide(feats, beats, fs_hz, af_mask, artifact_spans, n_templates, params, forest: cm.Forest | None = None,
             auto_af: bool = False) -> BeatClasses:
     n = beats.size
@@ -355,8 +373,9 @@ def _decide(feats, beats, fs_hz, af_mask, artifact_spans, n_templates, params, f
 
         # provisional classes only keep ventricular/unclassifiable beats out of the RR irregularity;
         # provisional S would veto AF (circular: RR irregularity is what made them S)
-        provisional = np.where(in_artifact | no_signal, "Q", classes[score.argmax(axis=1)])
-        provisional = np.where(provisional == "S", "N", provisional)
+        provisional = np.where(classes[score.argmax(axis=1)] == "S", "N", classes[score.argmax(axis=1)])
+        # the ventricular rules do not depend on AF: a wide beat the forest left N must not enter the RR irregularity
+        provisional = np.where(in_artifact | no_signal, "Q", _ventricular_rules(provisional, feats))
         in_af = np.asarray(detect_af(beats, fs_hz, beat_classes=provisional, p_wave_present=p_wave).beat_mask, dtype=bool)
         af_source = "tools.af.detect_af"
     else:
@@ -364,18 +383,7 @@ def _decide(feats, beats, fs_hz, af_mask, artifact_spans, n_templates, params, f
         af_source = "none"
     rr_unreliable = _rr_touches_spans(beats, artifact_spans, int(round(RR_ARTIFACT_MARGIN_S * fs_hz)))
     labels = _labels_with_s_rules(score, forest.classes, feats, in_af, rr_unreliable)
-    r = WIDE_V_RULE
-    wide_v = (
-        (feats["clu_width_ratio"] >= r["clu_width_ratio_min"])
-        & (feats["width_ratio"] >= r["width_ratio_min"])
-        & (feats["corr_qrs_mean"] < r["corr_qrs_mean_max"])
-        & (feats["noise_ratio"] < r["noise_ratio_max"])
-        # ectopic timing of the beat's look-alikes: a cluster of wide beats that come on time
-        # (intermittent bundle-branch block, 2:1 conduction) is conduction, not ventricular ectopy
-        & ((feats["clu_prematurity"] >= r["clu_prematurity_min"]) | (feats["clu_compensatory_ratio"] >= r["clu_compensatory_min"]))
-    )
-    labels = cv.apply(np.where(wide_v & ((labels == "N") | (labels == "S")), "V", labels), feats)
-    labels = np.where(in_artifact | no_signal, "Q", labels).astype("<U1")
+    labels = np.where(in_artifact | no_signal, "Q", _ventricular_rules(labels, feats)).astype("<U1")
     out = dict(feats)
     out["template_corr_max"] = feats["corr_qrs_max"]
     out["template_corr_mean"] = feats["corr_qrs_mean"]

@@ -274,6 +274,36 @@ def test_fusion_is_narrower_than_the_records_own_v_beats():
     assert cv.as_wide_as_v(feats, np.array(["V"] * min_v + ["F", "F"])).tolist() == [True] * min_v + [True, False]
 
 
+def test_wide_beats_the_forest_left_n_stay_out_of_the_af_detector():
+    """Sinus beats every 800 ms (no P wave seen: AF's threshold is the relaxed one) and, after a random third of them,
+    a wide, very different beat 200-400 ms early without P. The forest (here: always N) leaves the wide beats N; the
+    ventricular rules call them V, and the AF detector, which ignores V beats and the RRs around them, must see the
+    regular sinus RRs: no AF. Counting the wide beats as N would make the RR series irregular."""
+    from ecgtrace.tools import classify as cl
+    from ecgtrace.tools.af import detect_af
+
+    rng = np.random.default_rng(11)
+    fs, beats, wide = 250.0, [], []
+    t = 1000.0
+    for _ in range(240):
+        beats.append(t)
+        wide.append(False)
+        if rng.random() < 0.35:  # an early wide beat between two sinus beats
+            beats.append(t + 800.0 - rng.uniform(200.0, 400.0))
+            wide.append(True)
+        t += 800.0
+    samples = np.round(np.array(beats) * fs / 1000.0).astype(np.int64)
+    wide = np.array(wide)
+    n = samples.size
+    feats = _on_time_feats(np.where(wide, 1.6, 1.0), np.where(wide, 0.3, 0.95), np.zeros(n), np.zeros(n))
+    res = cl._decide(feats, samples, fs, None, (), 1, {}, forest=_always_n_forest(), auto_af=True)
+    assert res.provenance["params"]["af_mask"] == "tools.af.detect_af"
+    assert (res.classes == np.where(wide, "V", "N")).all()
+    assert not res.features["in_af"].any()
+    # the same stream with the wide beats left N is irregular enough for AF: the test would catch the old order
+    assert detect_af(samples, fs, beat_classes=np.full(n, "N"), p_wave_present=np.zeros(n, bool)).beat_mask.any()
+
+
 def test_svt_run_counts_from_a_rhythm_break_against_the_long_rr():
     """Hand-made RR series: 400 beats at 800 ms with a 10-beat run at 480 ms (40 % short of the long median).
     The run is S from its first beat on, which comes 40 % early against the 8 beats before it, even where the
