@@ -204,6 +204,7 @@ def detect_events(
     blocked_pac_samples: np.ndarray | None = None,
     rhythm_spans: Sequence[dict[str, Any]] = (),
     conduction_beat_samples: np.ndarray | None = None,
+    gaps: Sequence[dict[str, Any]] = (),
     **thresholds: Any,
 ) -> list[dict[str, Any]]:
     """Detect rhythm events in a classified beat stream.
@@ -234,6 +235,9 @@ def detect_events(
             wave detector): emitted as events; no pause or asystole inside VF/VFL.
         conduction_beat_samples: Per beat, the R fiducial PR is measured to (e.g.
             :attr:`ecgtrace.tools.holter_p.PWaves.r_fiducial`); default ``beat_samples``.
+        gaps: Long RR gaps read on the signal, ``{onset_sample, offset_sample, busy}``
+            (:func:`ecgtrace.tools._rhythm_gaps.measure_gaps`): a busy gap is no pause; a quiet
+            one is a pause even where an artifact span lies inside it (a flat asystole).
         **thresholds: Overrides of :data:`DEFAULT_RHYTHM_PARAMS`.
 
     Returns:
@@ -278,7 +282,7 @@ def detect_events(
     events += [_event(kind, samples, a, b, fs_hz, prov) for kind, a, b in escapes]
     events += _ectopic_events(samples, is_v & ~escape_used, is_n, fs_hz, p, "v", prov)
     events += _ectopic_events(samples, is_s, is_n, fs_hz, p, "s", prov)
-    events += _pause_events(samples, spans, no_qrs, fs_hz, p, prov)
+    events += _pause_events(samples, spans, no_qrs, gaps, fs_hz, p, prov)
     events += span_events(samples, known, fs_hz, prov)
     if p_wave_samples is not None or blocked_pac_samples is not None:
         fiducial = samples if conduction_beat_samples is None else np.asarray(conduction_beat_samples, dtype=np.int64)
@@ -329,14 +333,19 @@ def _absorb_escapes_into_avb3(events: list[dict[str, Any]], samples: np.ndarray,
     return [e for e in out if e["kind"] is not None]
 
 
-def _pause_events(samples: np.ndarray, spans: Sequence[tuple[int, int]], no_qrs: Sequence[tuple[int, int]], fs_hz: float, p: dict[str, Any], prov: dict[str, Any]) -> list[dict[str, Any]]:
-    """Pauses (RR > pause_min_s) and asystole (RR > asystole_min_s, also a pause) outside artifact and VF/VFL spans."""
+def _pause_events(samples: np.ndarray, spans: Sequence[tuple[int, int]], no_qrs: Sequence[tuple[int, int]], gaps: Sequence[dict[str, Any]],
+                  fs_hz: float, p: dict[str, Any], prov: dict[str, Any]) -> list[dict[str, Any]]:
+    """Pauses (RR > pause_min_s) and asystole (RR > asystole_min_s, also a pause) outside VF/VFL spans and busy gaps,
+    and outside artifact spans unless the signal shows the gap quiet (``gaps``)."""
     events: list[dict[str, Any]] = []
     if samples.size < 2:
         return events
+    read = {(int(g["onset_sample"]), int(g["offset_sample"])): g for g in gaps}
     for i in np.flatnonzero(np.diff(samples) > p["pause_min_s"] * fs_hz).tolist():
         a, b = int(samples[i]), int(samples[i + 1])
-        if _overlaps_any(a, b, spans) or _overlaps_any(a, b, no_qrs):
+        gap = read.get((a, b))
+        quiet = gap is not None and gap.get("activity") is not None and not gap["busy"]
+        if _overlaps_any(a, b, no_qrs) or (gap is not None and gap["busy"]) or (_overlaps_any(a, b, spans) and not quiet):
             continue
         duration_ms = int(round((b - a) * 1000.0 / fs_hz))
         events.append(_event("pause", samples, i, i + 1, fs_hz, prov, duration_ms=duration_ms))

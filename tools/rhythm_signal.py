@@ -12,6 +12,9 @@ it is left out (``undecided``) rather than a guess:
 - VF/VFL spans (:func:`ecgtrace.tools._rhythm_waves.ventricular_wave_spans`) in
   the detector's artifact spans and in runs of "beats" faster than 200/min
   (:func:`wave_candidate_spans`).
+- Long RR gaps and how quiet their signal is (:func:`ecgtrace.tools._rhythm_gaps.measure_gaps`):
+  no pause or asystole in a busy gap (missed beats, noise the artifact spans did not cover), and a
+  quiet one is a pause even with an artifact span inside (a flat asystole).
 - Atrial flutter spans (:func:`ecgtrace.tools._rhythm_flutter.flutter_spans`, on the P-wave
   detector's aligned R fiducials ``r_fiducial``: its QRS-T cancellation needs them), outside
   artifact and VF/VFL spans, with their atrial rate: ``afl`` events; the P-wave kinds
@@ -27,12 +30,13 @@ from typing import Any
 import numpy as np
 
 from ecgtrace.tools._rhythm_flutter import FLUTTER_VERSION, flutter_spans
+from ecgtrace.tools._rhythm_gaps import GAPS_VERSION, measure_gaps
 from ecgtrace.tools._rhythm_spans import P_WAVE_KINDS  # kinds that need P waves: left out (with the reason) where none are visible
 from ecgtrace.tools._rhythm_waves import WAVES_VERSION, ventricular_wave_spans
 from ecgtrace.tools.holter_p import detect_p_waves
 from ecgtrace.tools.records import RecordInfo, open_record
 
-SIGNAL_INPUTS_VERSION = "3"
+SIGNAL_INPUTS_VERSION = "4"  # 4: long RR gaps read on the signal (busy: no pause; quiet: a pause despite an artifact span)
 
 
 def wave_candidate_spans(beat_samples: np.ndarray, fs_hz: float, artifact_spans: Sequence[tuple[int, int]], n_samples: int, *,
@@ -89,9 +93,15 @@ def signal_event_inputs(
     if flutter:
         undecided.append({"kinds": list(P_WAVE_KINDS), "reason": "inside atrial flutter: flutter waves are not P waves",
                           "spans": [[f["onset_sample"], f["offset_sample"]] for f in flutter]})
+    gaps = measure_gaps(info, beats, [(int(w["onset_sample"]), int(w["offset_sample"])) for w in waves])
+    busy = [g for g in gaps if g["busy"]]
+    if busy:
+        undecided.append({"kinds": ["pause", "asystole"], "reason": "the long RR gap swings like a QRS: missed beats or noise, not a pause",
+                          "spans": [[g["onset_sample"], g["offset_sample"]] for g in busy]})
     kwargs = {"p_wave_samples": pw.p_samples if pw.p_samples.size else None, "p_wave_present": present, "rhythm_spans": waves + flutter,
-              "conduction_beat_samples": pw.r_fiducial}
+              "conduction_beat_samples": pw.r_fiducial, "gaps": gaps}
     prov = {"method": "rhythm_signal.signal_event_inputs", "version": SIGNAL_INPUTS_VERSION, "p_waves": pw.provenance, "p_wave_status": pw.status,
             "waves": {"method": "_rhythm_waves.ventricular_wave_spans", "version": WAVES_VERSION},
-            "flutter": {"method": "_rhythm_flutter.flutter_spans", "version": FLUTTER_VERSION}}
+            "flutter": {"method": "_rhythm_flutter.flutter_spans", "version": FLUTTER_VERSION},
+            "gaps": {"method": "_rhythm_gaps.measure_gaps", "version": GAPS_VERSION}}
     return {"kwargs": kwargs, "undecided": undecided, "provenance": prov, "p_waves": pw}

@@ -60,10 +60,20 @@ def test_av_blocks_are_counted_from_the_signal(record):
     inputs = signal_event_inputs(result.record_path, table.samples, bc.classes, artifact_spans=spans, p_wave_present=bc.features["p_wave_present"])
     assert inputs["provenance"]["p_waves"]["version"]
     # P waves were read everywhere; the only undecided stretches are the schedule's flutter (flutter waves are not P waves)
-    afl_s = [(e["onset_ms"] / 1000.0, e["offset_ms"] / 1000.0) for e in result.schedule["events"] if e["kind"] == "afl"]
-    assert all(u["reason"].startswith("inside atrial flutter") for u in inputs["undecided"])
-    assert all(any(a <= s1 / table.fs_hz and b >= s0 / table.fs_hz for a, b in afl_s) for u in inputs["undecided"] for s0, s1 in u["spans"])
+    # and long RR gaps that swing like a QRS, which are the schedule's noise burst and its VF/VFL, never a pause
+    def scheduled(*kinds: str) -> list[tuple[float, float]]:
+        return [(e["onset_ms"] / 1000.0, e["offset_ms"] / 1000.0) for e in result.schedule["events"] if e["kind"] in kinds]
+
+    expected = {"inside atrial flutter": scheduled("afl"), "the long RR gap swings like a QRS": scheduled("noise", "vf", "vfl")}
+    assert {next(k for k in expected if u["reason"].startswith(k)) for u in inputs["undecided"]} == set(expected)
+    for u in inputs["undecided"]:
+        where = next(v for k, v in expected.items() if u["reason"].startswith(k))
+        assert all(any(a <= s1 / table.fs_hz and b >= s0 / table.fs_hz for a, b in where) for s0, s1 in u["spans"]), u
+    # the quiet gaps are the scheduled pause and asystole: the asystole is found although the detector put an artifact span in it
+    quiet = [(g["onset_sample"] / table.fs_hz, g["offset_sample"] / table.fs_hz) for g in inputs["kwargs"]["gaps"] if not g["busy"]]
+    assert len(quiet) == len(scheduled("pause", "asystole")) and all(any(a - 1.5 <= q0 and q1 <= b + 0.5 for a, b in scheduled("pause", "asystole")) for q0, q1 in quiet)
     events = detect_events(table.samples, bc.classes, table.fs_hz, artifact_spans=spans, **inputs["kwargs"])
+    assert Counter(e["kind"] for e in events if e["kind"] in ("pause", "asystole")) == Counter({"pause": 2, "asystole": 1})
     sched = [e for e in result.schedule["events"] if e["kind"] in AV_KINDS]
     found = Counter(e["kind"] for e in events if e["kind"] in AV_KINDS)
     assert found == Counter(e["kind"] for e in sched)

@@ -118,6 +118,26 @@ def test_pauses_respect_artifact_spans_and_noise_events():
     assert count_events(detect_events(samples, classes, FS, af=_no_af(samples.size), pause_min_s=3.5))["pause"] == 0
 
 
+def test_the_gap_signal_decides_pauses_next_to_artifact_spans():
+    """A 3.5 s RR is a pause and an asystole. Read as busy on the signal (missed beats, noise) it is neither; with an
+    artifact span inside it is neither either, unless the signal shows the gap quiet (a flat asystole)."""
+    samples, classes = _stream([800, 800, 3500, 800, 800], "NNNNNN")
+    a, b = int(samples[2]), int(samples[3])
+
+    def kinds(**kw) -> list[str]:
+        return [e["kind"] for e in detect_events(samples, classes, FS, af=_no_af(samples.size), **kw) if e["kind"] in ("pause", "asystole")]
+
+    assert sorted(kinds()) == ["asystole", "pause"]
+    busy = [{"onset_sample": a, "offset_sample": b, "activity": 1.4, "busy": True}]
+    quiet = [{"onset_sample": a, "offset_sample": b, "activity": 0.06, "busy": False}]
+    unknown = [{"onset_sample": a, "offset_sample": b, "activity": None, "busy": False}]
+    artifact = [(a + 200, a + 500)]
+    assert kinds(gaps=busy) == []
+    assert kinds(artifact_spans=artifact) == []
+    assert sorted(kinds(artifact_spans=artifact, gaps=quiet)) == ["asystole", "pause"]
+    assert kinds(artifact_spans=artifact, gaps=unknown) == []  # a gap the signal could not read: the artifact span stands
+
+
 def test_sinus_rate_episodes_need_30_s_and_exclude_af():
     rr = [800] * 40 + [500] * 70 + [800] * 40 + [1200] * 20 + [800] * 40  # 35 s fast, 24 s slow
     samples, classes = _stream(rr, "N" * (len(rr) + 1))
