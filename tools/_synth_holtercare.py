@@ -7,7 +7,7 @@ byte-identical for a seed. Each kind is drawn with exact ground truth:
 |---|---|---|
 | ``afl`` | flutter waves at 250-330/min, fixed 2:1 or 4:1 conduction (regular QRS, no P) | ``(AFL`` |
 | ``atrial_tachycardia`` | >= 30 s of ectopic-P beats (``A``) at 110-150 bpm | ``(AT`` |
-| ``vfl`` / ``vf`` | no QRS: a 4-5 Hz sine (flutter) or 3-9 Hz irregular waves (fibrillation), 6-14 s | ``(VFL`` / ``(VF`` (rhythm change without beat) |
+| ``vfl`` / ``vf`` | no QRS: 4-5 Hz sine-like waves, cycles varying by 18 % (flutter), or 3-9 Hz irregular waves (fibrillation), 6-14 s | ``(VFL`` / ``(VF`` (rhythm change without beat) |
 | ``asystole`` | no QRS and no P for 3.5-6 s (sinus arrest) between two beats | (beats only) |
 | ``junctional_escape`` / ``ventricular_escape`` | a sinus pause of 1.5-1.9 s ended by a narrow no-P (``j``) / wide (``E``) beat | ``j`` / ``E`` |
 | ``junctional_rhythm`` | ``j`` beats at 42-56 bpm for 20-40 s, no P | ``(NOD`` |
