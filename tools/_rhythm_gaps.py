@@ -29,14 +29,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ecgtrace.tools._rhythm_spans import overlaps_any
 from ecgtrace.tools.records import RecordInfo, read_samples
 
 GAPS_VERSION = "1"
 DEFAULT_GAP_PARAMS = {"min_gap_s": 2.0, "after_r_s": 0.45, "before_r_s": 0.25, "qrs_half_s": 0.06, "busy_ratio": 0.5}
-
-
-def _overlaps(a: int, b: int, spans: Sequence[tuple[int, int]]) -> bool:
-    return any(lo < b and hi > a for lo, hi in spans)
 
 
 def _detrended_ptp(x: np.ndarray) -> np.ndarray:
@@ -93,7 +90,7 @@ def measure_gaps(info: RecordInfo, beat_samples: np.ndarray, skip_spans: Sequenc
     leads = [j for j, lead in enumerate(info.leads) if lead not in unusable] or list(range(len(info.leads)))
     for i in np.flatnonzero(np.diff(beats) > p["min_gap_s"] * fs).tolist():
         a, b = int(beats[i]), int(beats[i + 1])
-        if _overlaps(a, b, spans) or a - half < 0 or b + half + 1 > info.n_samples:
+        if overlaps_any(a, b, spans) or a - half < 0 or b + half + 1 > info.n_samples:
             continue
         window = read_samples(info, a - half, b + half + 1, leads=leads)
         activity = gap_activity(window.signal_mv, half, b - a + half, fs, p)

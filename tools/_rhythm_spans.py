@@ -24,6 +24,11 @@ NO_QRS_SPAN_KINDS: tuple[str, ...] = ("vfl", "vf")
 P_WAVE_KINDS: tuple[str, ...] = ("avb2_mobitz1", "avb2_mobitz2", "avb_2to1", "avb3", "blocked_pac", "junctional_rhythm", "junctional_escape")
 
 
+def overlaps_any(a: int, b: int, spans: Sequence[tuple[int, int]]) -> bool:
+    """Whether ``[a, b)`` overlaps any of the half-open sample ``spans``."""
+    return any(min(b, int(s1)) > max(a, int(s0)) for s0, s1 in spans)
+
+
 def mask_in_spans(samples: np.ndarray, spans: Sequence[tuple[int, int]]) -> np.ndarray:
     """Bool per beat: its sample lies in one of ``spans`` (bounds inclusive)."""
     mask = np.zeros(samples.size, bool)

@@ -196,3 +196,25 @@ def _third_degree(w: _Walker, event: Event, base_rr: float, note: str) -> None:
             w.atrial(t_p, "N", blocked=True, event=event)
             t_p += pp * (1.0 + rng.normal(0.0, 0.01))
     w.emit(base_rr * 1.1, "N", "N", NORMAL_PR_MS)
+
+
+#: Cycle-to-cycle spread of ventricular flutter (SD, share of the mean): with 18 % in cycle length and 20 % in size,
+#: the waves repeat as exactly as VFDB's expert VFL does (:func:`ecgtrace.tools._rhythm_waves.regularity` over 4 s:
+#: median 0.66 on 20 draws, VFDB 418/419 VFL 0.58-0.68); a pure sine reads 1.00, more regular than any recorded VFL.
+VFL_CYCLE_SD = 0.18
+VFL_AMPLITUDE_SD = 0.2
+#: The spread is drawn from its own generator, seeded by the episode's onset: the rest of the record's draws do not move.
+VFL_SEED_SALT = 0x5F1
+
+
+def vfl_wave(n_samples: int, fs_hz: float, freq_hz: float, amplitude_mv: float, rng: np.random.Generator) -> np.ndarray:
+    """Ventricular flutter: one sine cycle after another, each of its own length and size (mV, ``n_samples`` long)."""
+    out = np.zeros(n_samples, dtype=np.float64)
+    i = 0
+    while i < n_samples:
+        length = max(int(round(fs_hz / freq_hz * (1.0 + VFL_CYCLE_SD * rng.standard_normal()))), 3)
+        size = amplitude_mv * max(1.0 + VFL_AMPLITUDE_SD * rng.standard_normal(), 0.2)
+        cycle = np.sin(2.0 * np.pi * np.arange(length) / length) * size
+        out[i : i + length] = cycle[: n_samples - i]
+        i += length
+    return out

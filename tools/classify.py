@@ -68,20 +68,12 @@ P_WAVE_AMP_RANGE = (0.4, 2.5)
 #: outputs of the training records (MIT-BIH DS1), never on a test record: V x0.5 trades
 #: 1 point of V sensitivity for 1 point of V +P; S x1.5 recovers S sensitivity.
 DECISION_WEIGHTS = {"N": 1.0, "S": 1.5, "V": 0.5, "F": 1.0}
-#: General "wide and different from the dominant beat" rule: a clean beat whose QRS (and that of
-#: its look-alikes) is clearly wider than the record's dominant beat, and whose shape differs,
-#: is ventricular whatever the forest says (the forest under-calls wide V beats that still
-#: correlate ~0.8 with the dominant beat, e.g. MIT-BIH 223). Thresholds set on DS1 (training) records.
 #: An S beat that does not follow an S beat must be at least this premature (1 - RR / local RR). Set on the
 #: DS1 leave-one-record-out outputs: no DS1 S beat lost, S +P 91.4 -> 92.6 %.
 S_MIN_PREMATURITY = 0.08
 #: A beat whose preceding RR comes within this many seconds of an artifact span is never S (its prematurity is not evidence).
 RR_ARTIFACT_MARGIN_S = 0.5
-#: Version 3: the rule also needs ectopic timing of the beat's look-alikes (early, or followed by a pause). DS1
-#: leave-one-record-out (v2 model and weights): without it V Se 94.8 / +P 89.5; (clu_prematurity >= 0.03 or
-#: clu_compensatory >= 1.1) 94.5 / 90.5 (kept); (0.0, 1.05) 94.8 / 90.1; (0.05, 1.15) 94.2 / 90.6 (S 93.1 +P).
-WIDE_V_RULE = {"clu_width_ratio_min": 1.4, "width_ratio_min": 1.3, "corr_qrs_mean_max": 0.9, "noise_ratio_max": 0.3,
-               "clu_prematurity_min": 0.03, "clu_compensatory_min": 1.1}
+WIDE_V_RULE = cv.WIDE_V_RULE  # the wide-V rule lives with the other ventricular rules (_classify_ventricular)
 
 
 #: Narrow premature beat with an abrupt RR break on both sides (an atrial premature beat the forest left N):
@@ -337,21 +329,6 @@ def _labels_with_s_rules(score: np.ndarray, classes: Sequence[str], feats: dict[
     return np.where(cr.svt_run(feats, labels, in_af | rr_unreliable), "S", labels)
 
 
-def _ventricular_rules(labels: np.ndarray, feats: dict[str, np.ndarray]) -> np.ndarray:
-    """Labels after :data:`WIDE_V_RULE` (N or S -> V) and the second look of :mod:`_classify_ventricular`."""
-    r = WIDE_V_RULE
-    wide_v = (
-        (feats["clu_width_ratio"] >= r["clu_width_ratio_min"])
-        & (feats["width_ratio"] >= r["width_ratio_min"])
-        & (feats["corr_qrs_mean"] < r["corr_qrs_mean_max"])
-        & (feats["noise_ratio"] < r["noise_ratio_max"])
-        # ectopic timing of the beat's look-alikes: a cluster of wide beats that come on time
-        # (intermittent bundle-branch block, 2:1 conduction) is conduction, not ventricular ectopy
-        & ((feats["clu_prematurity"] >= r["clu_prematurity_min"]) | (feats["clu_compensatory_ratio"] >= r["clu_compensatory_min"]))
-    )
-    return cv.apply(np.where(wide_v & ((labels == "N") | (labels == "S")), "V", labels), feats)
-
-
 def _decide(feats, beats, fs_hz, af_mask, artifact_spans, n_templates, params, forest: cm.Forest | None = None,
             auto_af: bool = False) -> BeatClasses:
     n = beats.size
@@ -375,7 +352,7 @@ def _decide(feats, beats, fs_hz, af_mask, artifact_spans, n_templates, params, f
         # provisional S would veto AF (circular: RR irregularity is what made them S)
         provisional = np.where(classes[score.argmax(axis=1)] == "S", "N", classes[score.argmax(axis=1)])
         # the ventricular rules do not depend on AF: a wide beat the forest left N must not enter the RR irregularity
-        provisional = np.where(in_artifact | no_signal, "Q", _ventricular_rules(provisional, feats))
+        provisional = np.where(in_artifact | no_signal, "Q", cv.apply(provisional, feats))
         in_af = np.asarray(detect_af(beats, fs_hz, beat_classes=provisional, p_wave_present=p_wave).beat_mask, dtype=bool)
         af_source = "tools.af.detect_af"
     else:
@@ -383,7 +360,7 @@ def _decide(feats, beats, fs_hz, af_mask, artifact_spans, n_templates, params, f
         af_source = "none"
     rr_unreliable = _rr_touches_spans(beats, artifact_spans, int(round(RR_ARTIFACT_MARGIN_S * fs_hz)))
     labels = _labels_with_s_rules(score, forest.classes, feats, in_af, rr_unreliable)
-    labels = np.where(in_artifact | no_signal, "Q", _ventricular_rules(labels, feats)).astype("<U1")
+    labels = np.where(in_artifact | no_signal, "Q", cv.apply(labels, feats)).astype("<U1")
     out = dict(feats)
     out["template_corr_max"] = feats["corr_qrs_max"]
     out["template_corr_mean"] = feats["corr_qrs_mean"]

@@ -49,7 +49,7 @@ import numpy as np
 from ecgtrace.contracts.vocabulary import EVENT_KINDS, NOTE_ALIASES, RHYTHM_NOTES
 from ecgtrace.tools._rhythm_conduction import DEFAULT_CONDUCTION_PARAMS, conduction_events
 from ecgtrace.tools._rhythm_escape import DEFAULT_ESCAPE_PARAMS, escape_events, no_escape_mask
-from ecgtrace.tools._rhythm_spans import NO_QRS_SPAN_KINDS, SPAN_KINDS, drop_p_wave_events_in_spans, mask_in_spans, span_events
+from ecgtrace.tools._rhythm_spans import NO_QRS_SPAN_KINDS, SPAN_KINDS, drop_p_wave_events_in_spans, mask_in_spans, overlaps_any, span_events
 from ecgtrace.tools.af import AfResult, _runs, as_beat_samples, detect_af
 
 RHYTHM_VERSION = "1.2"
@@ -150,10 +150,6 @@ def _ectopic_events(samples: np.ndarray, is_x: np.ndarray, is_n: np.ndarray, fs_
     iso = "pvc" if prefix == "v" else "pac"
     events.extend(_event(iso, samples, x, x, fs_hz, prov) for x in singles if x not in used)
     return events
-
-
-def _overlaps_any(a: int, b: int, spans: Sequence[tuple[int, int]]) -> bool:
-    return any(min(b, int(s1)) > max(a, int(s0)) for s0, s1 in spans)
 
 
 def _sinus_rate_events(samples: np.ndarray, classes: np.ndarray, af_mask: np.ndarray, artifact_spans: Sequence[tuple[int, int]], fs_hz: float, p: dict[str, Any], prov: dict[str, Any]) -> list[dict[str, Any]]:
@@ -345,7 +341,7 @@ def _pause_events(samples: np.ndarray, spans: Sequence[tuple[int, int]], no_qrs:
         a, b = int(samples[i]), int(samples[i + 1])
         gap = read.get((a, b))
         quiet = gap is not None and gap.get("activity") is not None and not gap["busy"]
-        if _overlaps_any(a, b, no_qrs) or (gap is not None and gap["busy"]) or (_overlaps_any(a, b, spans) and not quiet):
+        if overlaps_any(a, b, no_qrs) or (gap is not None and gap["busy"]) or (overlaps_any(a, b, spans) and not quiet):
             continue
         duration_ms = int(round((b - a) * 1000.0 / fs_hz))
         events.append(_event("pause", samples, i, i + 1, fs_hz, prov, duration_ms=duration_ms))

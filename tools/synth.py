@@ -30,6 +30,7 @@ from ecgtrace.errors import EcgTraceError, OutputError
 from ecgtrace.jsonio import make_folder, to_json_text, write_bytes_atomic, write_text_atomic
 from ecgtrace.contracts.vocabulary import note_for
 from ecgtrace.tools._synth_schedule import AVB1_PR_MS, NORMAL_PR_MS, P_PEAK_OFFSET_S, PAC_PR_MS, Beat, Event, _Walker, plan_events, walk_timeline
+from ecgtrace.tools._synth_holtercare import VFL_SEED_SALT, vfl_wave
 
 GENERATOR_VERSION = "1.0"
 #: ``default``: the original event mix (byte-identical for a seed); ``holtercare``: adds Holtercare's rhythm vocabulary.
@@ -367,28 +368,6 @@ def _p_marks(beats: list[Beat], walker: _Walker, fs_hz: float) -> list[tuple[int
     return rows
 
 
-#: Cycle-to-cycle spread of ventricular flutter (SD, share of the mean): with 18 % in cycle length and 20 % in size,
-#: the waves repeat as exactly as VFDB's expert VFL does (:func:`ecgtrace.tools._rhythm_waves.regularity` over 4 s:
-#: median 0.66 on 20 draws, VFDB 418/419 VFL 0.58-0.68); a pure sine reads 1.00, more regular than any recorded VFL.
-VFL_CYCLE_SD = 0.18
-VFL_AMPLITUDE_SD = 0.2
-#: The spread is drawn from its own generator, seeded by the episode's onset: the rest of the record's draws do not move.
-VFL_SEED_SALT = 0x5F1
-
-
-def _vfl_wave(n_samples: int, fs_hz: float, freq_hz: float, amplitude_mv: float, rng: np.random.Generator) -> np.ndarray:
-    """Ventricular flutter: one sine cycle after another, each of its own length and size (mV, ``n_samples`` long)."""
-    out = np.zeros(n_samples, dtype=np.float64)
-    i = 0
-    while i < n_samples:
-        length = max(int(round(fs_hz / freq_hz * (1.0 + VFL_CYCLE_SD * rng.standard_normal()))), 3)
-        size = amplitude_mv * max(1.0 + VFL_AMPLITUDE_SD * rng.standard_normal(), 0.2)
-        cycle = np.sin(2.0 * np.pi * np.arange(length) / length) * size
-        out[i : i + length] = cycle[: n_samples - i]
-        i += length
-    return out
-
-
 def _render_holtercare(signal: np.ndarray, walker: _Walker, fs_hz: float, rng: np.random.Generator) -> None:
     """P waves without QRS, flutter waves (AFL) and ventricular flutter/fibrillation waves, added in place."""
     n_leads, n = signal.shape
@@ -410,7 +389,7 @@ def _render_holtercare(signal: np.ndarray, walker: _Walker, fs_hz: float, rng: n
             wave = 0.5 - phase
             amps = (0.25, 0.12, 0.15)
         elif kind == "vfl":  # sine-like flutter waves, no distinct QRS, each cycle a little longer or shorter, larger or smaller
-            wave = _vfl_wave(t.size, fs_hz, p["freq_hz"], p["amplitude_mv"], np.random.default_rng([int(round(start * 1000.0)), VFL_SEED_SALT]))
+            wave = vfl_wave(t.size, fs_hz, p["freq_hz"], p["amplitude_mv"], np.random.default_rng([int(round(start * 1000.0)), VFL_SEED_SALT]))
             amps = (1.0, 0.8, 1.1)
         else:  # vf: irregular waves of changing frequency and size
             freq = 3.0 + 6.0 * np.abs(_slow_noise(t.size, fs_hz, 2.0, rng, 0.5))

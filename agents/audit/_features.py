@@ -305,8 +305,9 @@ def window_features(window: SignalWindow, table: BeatTable) -> WindowFeatures:
     width_idx = _premature_features(feats, rh, c)
     symbols = [str(s) for s in np.asarray(table.symbols)[np.isin(table.samples, rh.samples)]] if table.symbols is not None else None
     _class_features(feats, rh, table, fs, symbols)
+    calibrated = amplitudes_calibrated(window.signal_mv)
     if symbols is None:  # no reference '/' marks: the spikes the signal shows (mV thresholds; a record without mV at 1 mV per lead)
-        signal = window.signal_mv if amplitudes_calibrated(window.signal_mv) else unit_peak_to_peak(window.signal_mv)
+        signal = window.signal_mv if calibrated else unit_peak_to_peak(window.signal_mv)
         feats["paced_beat_pct"] = 100.0 * float(np.mean(paced_beats(signal, fs, _qrs_onsets(view) - window.sampfrom, rh.samples - window.sampfrom)))
     dominant = _dominant(rh)
     _p_wave_features(feats, per_lead, rh, c, view.leads)
@@ -322,7 +323,7 @@ def window_features(window: SignalWindow, table: BeatTable) -> WindowFeatures:
     if pr_dom.size >= 3:
         feats["pr_variability_ms"] = float(np.percentile(pr_dom, 90) - np.percentile(pr_dom, 10))
     twelve_lead(feats, per_lead)
-    feats["amplitudes_calibrated"] = amplitudes_calibrated(window.signal_mv)
+    feats["amplitudes_calibrated"] = calibrated
     if not feats["amplitudes_calibrated"]:
         drop_uncalibrated(feats, per_lead)
     long_k = _atrial_features(feats, m, rh, window)

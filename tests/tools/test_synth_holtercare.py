@@ -109,7 +109,7 @@ def test_ventricular_flutter_repeats_like_recorded_vfl(holtercare):
     dominant frequency is the scheduled one. The spread has its own generator: the same record comes out again."""
     from ecgtrace.tools._rhythm_waves import regularity
     from ecgtrace.tools.records import open_record, read_samples
-    from ecgtrace.tools.synth import _vfl_wave
+    from ecgtrace.tools._synth_holtercare import vfl_wave
 
     result, _, _ = holtercare
     info = open_record(result.record_path)
@@ -125,6 +125,6 @@ def test_ventricular_flutter_repeats_like_recorded_vfl(holtercare):
         f_peak = np.fft.rfftfreq(x.shape[0], 1.0 / fs)[int(np.argmax(spectrum))]
         assert 3.5 <= f_peak <= 5.5, f_peak
     rng = np.random.default_rng([1, 2])
-    wave = _vfl_wave(2500, fs, 4.5, 1.0, rng)
-    assert np.array_equal(wave, _vfl_wave(2500, fs, 4.5, 1.0, np.random.default_rng([1, 2])))
+    wave = vfl_wave(2500, fs, 4.5, 1.0, rng)
+    assert np.array_equal(wave, vfl_wave(2500, fs, 4.5, 1.0, np.random.default_rng([1, 2])))
     assert 0.5 < float(np.abs(wave).max()) < 2.0  # cycle sizes spread by 20 % around 1 mV
