@@ -173,10 +173,15 @@ def _builtin_graphs() -> dict[str, DiagnosisGraph]:
     return load_diagnoses()
 
 
+def _decision_of(name: str, features: dict[str, Any], graphs: dict[str, DiagnosisGraph] | None) -> bool:
+    """Decision of graph ``name`` (from ``graphs``, else the built-in graphs), walked on the same features."""
+    pool = graphs if graphs is not None and name in graphs else _builtin_graphs()
+    return evaluate(pool[name], features, pool).decision
+
+
 def _diagnosis_value(node: dict[str, Any], features: dict[str, Any], graphs: dict[str, DiagnosisGraph] | None) -> bool:
     """Decision of the graph a finding names, walked on the same features."""
-    pool = graphs if graphs is not None and node["diagnosis"] in graphs else _builtin_graphs()
-    return evaluate(pool[node["diagnosis"]], features, pool).decision
+    return _decision_of(node["diagnosis"], features, graphs)
 
 
 def evaluate_predicate(node: dict[str, Any], features: dict[str, Any], record: dict[str, Any] | None = None,
@@ -223,8 +228,7 @@ def evaluate(graph: DiagnosisGraph, features: dict[str, Any], graphs: dict[str, 
         NotApplicable: a diagnosis ``requires.not_with`` names walks to Yes on the same features.
     """
     for beside in graph.requires.not_with:
-        pool = graphs if graphs is not None and beside in graphs else _builtin_graphs()
-        if evaluate(pool[beside], features, pool).decision:
+        if _decision_of(beside, features, graphs):
             raise NotApplicable(graph.id, beside)
     steps: list[Step] = []
     node = graph.start
