@@ -233,7 +233,8 @@ def detect_events(
             :attr:`ecgtrace.tools.holter_p.PWaves.r_fiducial`); default ``beat_samples``.
         gaps: Long RR gaps read on the signal, ``{onset_sample, offset_sample, busy}``
             (:func:`ecgtrace.tools._rhythm_gaps.measure_gaps`): a busy gap is no pause; a quiet
-            one is a pause even where an artifact span lies inside it (a flat asystole).
+            one is a pause even where an artifact span lies inside it (a flat asystole), and
+            such a span is not reported as noise.
         **thresholds: Overrides of :data:`DEFAULT_RHYTHM_PARAMS`.
 
     Returns:
@@ -295,7 +296,11 @@ def detect_events(
         if e["kind"] in NOT_SINUS_KINDS and e.get("first_beat") is not None:
             not_sinus[e["first_beat"] : e["last_beat"] + 1] = True
     events += _sinus_rate_events(samples, classes, not_sinus, spans, fs_hz, p, prov)
+    # an artifact span inside a gap the signal shows quiet is the detector's view of a flat asystole, not noise
+    quiet = [(int(g["onset_sample"]), int(g["offset_sample"])) for g in gaps if g.get("activity") is not None and not g["busy"]]
     for s0, s1 in spans:
+        if any(a <= s0 and s1 <= b for a, b in quiet):
+            continue
         lo, hi = np.searchsorted(samples, [s0, s1])
         events.append({
             "kind": "noise", "onset_sample": s0, "offset_sample": s1,

@@ -74,6 +74,8 @@ def test_av_blocks_are_counted_from_the_signal(record):
     assert len(quiet) == len(scheduled("pause", "asystole")) and all(any(a - 1.5 <= q0 and q1 <= b + 0.5 for a, b in scheduled("pause", "asystole")) for q0, q1 in quiet)
     events = detect_events(table.samples, bc.classes, table.fs_hz, artifact_spans=spans, **inputs["kwargs"])
     assert Counter(e["kind"] for e in events if e["kind"] in ("pause", "asystole")) == Counter({"pause": 2, "asystole": 1})
+    asystole = next(e for e in events if e["kind"] == "asystole")  # the detector's artifact span inside it is no noise event
+    assert not [e for e in events if e["kind"] == "noise" and asystole["onset_sample"] <= e["onset_sample"] and e["offset_sample"] <= asystole["offset_sample"]]
     sched = [e for e in result.schedule["events"] if e["kind"] in AV_KINDS]
     found = Counter(e["kind"] for e in events if e["kind"] in AV_KINDS)
     assert found == Counter(e["kind"] for e in sched)

@@ -120,7 +120,8 @@ def test_pauses_respect_artifact_spans_and_noise_events():
 
 def test_the_gap_signal_decides_pauses_next_to_artifact_spans():
     """A 3.5 s RR is a pause and an asystole. Read as busy on the signal (missed beats, noise) it is neither; with an
-    artifact span inside it is neither either, unless the signal shows the gap quiet (a flat asystole)."""
+    artifact span inside it is neither either, unless the signal shows the gap quiet (a flat asystole), where the span
+    is no noise event either."""
     samples, classes = _stream([800, 800, 3500, 800, 800], "NNNNNN")
     a, b = int(samples[2]), int(samples[3])
 
@@ -136,6 +137,9 @@ def test_the_gap_signal_decides_pauses_next_to_artifact_spans():
     assert kinds(artifact_spans=artifact) == []
     assert sorted(kinds(artifact_spans=artifact, gaps=quiet)) == ["asystole", "pause"]
     assert kinds(artifact_spans=artifact, gaps=unknown) == []  # a gap the signal could not read: the artifact span stands
+    noise = [e for e in detect_events(samples, classes, FS, af=_no_af(samples.size), artifact_spans=artifact, gaps=unknown) if e["kind"] == "noise"]
+    assert len(noise) == 1  # ... and is reported as noise, but not inside a quiet gap (the detector's view of a flat asystole)
+    assert not [e for e in detect_events(samples, classes, FS, af=_no_af(samples.size), artifact_spans=artifact, gaps=quiet) if e["kind"] == "noise"]
 
 
 def test_sinus_rate_episodes_need_30_s_and_exclude_af():
