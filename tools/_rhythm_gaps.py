@@ -69,6 +69,11 @@ def gap_activity(signal_mv: np.ndarray, r_first: int, r_next: int, fs_hz: float,
     return float(np.median(middle[usable] / qrs[usable]))
 
 
+def is_quiet(gap: dict) -> bool:
+    """Whether a gap of :func:`measure_gaps` was read and found quiet (a pause even beside an artifact span)."""
+    return gap.get("activity") is not None and not gap["busy"]
+
+
 def measure_gaps(info: RecordInfo, beat_samples: np.ndarray, skip_spans: Sequence[tuple[int, int]] = (), *,
                  params: dict | None = None) -> list[dict]:
     """Every RR gap longer than ``min_gap_s`` that overlaps no ``skip_spans`` (VF/VFL), with its activity.

@@ -49,6 +49,7 @@ import numpy as np
 from ecgtrace.contracts.vocabulary import EVENT_KINDS, NOTE_ALIASES, RHYTHM_NOTES
 from ecgtrace.tools._rhythm_conduction import DEFAULT_CONDUCTION_PARAMS, conduction_events
 from ecgtrace.tools._rhythm_escape import DEFAULT_ESCAPE_PARAMS, escape_events, no_escape_mask
+from ecgtrace.tools._rhythm_gaps import is_quiet
 from ecgtrace.tools._rhythm_spans import NO_QRS_SPAN_KINDS, SPAN_KINDS, drop_p_wave_events_in_spans, mask_in_spans, overlaps_any, span_events
 from ecgtrace.tools.af import AfResult, _runs, as_beat_samples, detect_af
 
@@ -297,7 +298,7 @@ def detect_events(
             not_sinus[e["first_beat"] : e["last_beat"] + 1] = True
     events += _sinus_rate_events(samples, classes, not_sinus, spans, fs_hz, p, prov)
     # an artifact span inside a gap the signal shows quiet is the detector's view of a flat asystole, not noise
-    quiet = [(int(g["onset_sample"]), int(g["offset_sample"])) for g in gaps if g.get("activity") is not None and not g["busy"]]
+    quiet = [(int(g["onset_sample"]), int(g["offset_sample"])) for g in gaps if is_quiet(g)]
     for s0, s1 in spans:
         if any(a <= s0 and s1 <= b for a, b in quiet):
             continue
@@ -345,7 +346,7 @@ def _pause_events(samples: np.ndarray, spans: Sequence[tuple[int, int]], no_qrs:
     for i in np.flatnonzero(np.diff(samples) > p["pause_min_s"] * fs_hz).tolist():
         a, b = int(samples[i]), int(samples[i + 1])
         gap = read.get((a, b))
-        quiet = gap is not None and gap.get("activity") is not None and not gap["busy"]
+        quiet = gap is not None and is_quiet(gap)
         if overlaps_any(a, b, no_qrs) or (gap is not None and gap["busy"]) or (overlaps_any(a, b, spans) and not quiet):
             continue
         duration_ms = int(round((b - a) * 1000.0 / fs_hz))
