@@ -85,6 +85,7 @@ FEATURES: dict[str, FeatureSpec] = {
     "sokolow_mv": FeatureSpec("mV", "window", "Sokolow-Lyon index S(V1) + max(R(V5), R(V6))"),
     "cornell_product_mvs": FeatureSpec("mV*s", "window", "Cornell product (R(aVL) + S(V3)) x QRS duration"),
     "signal_quality": FeatureSpec("bool", "window", "true when the window is clean enough to measure"),
+    "lead_clipped": FeatureSpec("bool", "lead", "the lead sits flat at its extreme where the signal went on (an amplifier or ADC limit, tools.clipping): every other feature of that lead is then None"),
     "amplitudes_calibrated": FeatureSpec("bool", "window", "false when every lead has the same peak-to-peak (a per-lead normalized record, e.g. LUDB): mV features and the axis are then None"),
     # another graph's decision, walked by the engine on the same features (the finding names it: diagnosis: lbbb)
     "diagnosis_decision": FeatureSpec("bool", "window", "decision of the graph named by the finding's diagnosis: key, on the same window"),

@@ -18,15 +18,17 @@ from typing import Any
 import numpy as np
 
 from ecgtrace.agents.audit._features_leads import (
-    MORPHOLOGY_FLAGS, MORPHOLOGY_VALUES, P_PR_TOLERANCE_MS, BeatView, amplitudes_calibrated, beat_lead_values, drop_small_qrs_widths, drop_uncalibrated,
+    MORPHOLOGY_FLAGS, MORPHOLOGY_VALUES, P_PR_TOLERANCE_MS, BeatView, amplitudes_calibrated, beat_lead_values, drop_clipped, drop_small_qrs_widths, drop_uncalibrated,
     lead_features, median, twelve_lead,
 )
 from ecgtrace.agents.audit._pacing import paced_beats, unit_peak_to_peak
 from ecgtrace.jsonio import plain_json
+from ecgtrace.tools.clipping import clipped_leads
 from ecgtrace.tools.measure import WindowMeasurements, measure_window
 from ecgtrace.tools.records import SignalWindow
 
-FEATURES_VERSION = "7"  # 7: paced_beat_pct also on records without mV (LUDB), each lead read at 1 mV peak to peak;
+FEATURES_VERSION = "8"  # 8: a clipped lead (tools.clipping) gives no per-lead feature;
+# 7: 7: paced_beat_pct also on records without mV (LUDB), each lead read at 1 mV peak to peak;
 # 6: paced_beat_pct from pacing spikes on the signal where no reference symbols exist
 PREMATURE_RATIO = 0.85  # RR < 85 % of the reference RR ...
 REFERENCE_RRS = 5  # ... the median of the (up to) 5 preceding RR intervals
@@ -312,6 +314,9 @@ def window_features(window: SignalWindow, table: BeatTable) -> WindowFeatures:
     dominant = _dominant(rh)
     _p_wave_features(feats, per_lead, rh, c, view.leads)
     qrs_size = lead_features(view, dominant, per_lead)
+    clipped = clipped_leads(window.signal_mv, fs, window.leads)
+    per_lead["lead_clipped"] = {lead: lead in clipped for lead in view.leads}
+    drop_clipped(per_lead, clipped)
     for name in ("pr_ms", "qtc_ms"):
         feats[name] = median(per_lead[name].values())
     kept = drop_small_qrs_widths(per_lead, qrs_size)
@@ -387,4 +392,4 @@ _CLASS_FEATURES = (
     "v_bigeminy_cycles", "v_trigeminy_cycles",
 )
 _LEAD_NAMES = ("p_wave_present_pct", "premature_qrs_ms", "pr_ms", "qrs_ms", "qtc_ms", "r_amp_mv", "s_amp_mv", "qrs_net_mv", "qrs_depth_mv",
-               "st_j60_mv", "st_j_mv", "p_amp_mv", "premature_qrs_net_mv", *MORPHOLOGY_VALUES.values(), *MORPHOLOGY_FLAGS)
+               "st_j60_mv", "st_j_mv", "p_amp_mv", "premature_qrs_net_mv", *MORPHOLOGY_VALUES.values(), *MORPHOLOGY_FLAGS, "lead_clipped")

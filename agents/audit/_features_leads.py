@@ -156,6 +156,28 @@ def drop_uncalibrated(feats: dict[str, Any], per_lead: dict[str, dict[str, Any]]
         feats[name] = None
 
 
+def drop_clipped(per_lead: dict[str, dict[str, Any]], clipped: list[str]) -> None:
+    """A clipped lead (:func:`ecgtrace.tools.clipping.lead_clipped`) gives no per-lead feature: its amplitudes are the
+    amplifier's limit, and its wave shapes and boundaries are cut with them. ``lead_clipped`` says why."""
+    for name, values in per_lead.items():
+        if name == "lead_clipped":
+            continue
+        for lead in clipped:
+            if lead in values:
+                values[lead] = None
+
+
+def unavailable_because(features: dict[str, Any], lead: str | None) -> str:
+    """Suffix for a ``feature_unavailable`` drop: why mV or a lead's values are missing, where the features say (else "")."""
+    clipped = {lead_key(k) for k, v in (features.get("per_lead") or {}).get("lead_clipped", {}).items() if v}
+    wanted = {lead_key(name) for name in (lead or "").split(",") if name}
+    if clipped & wanted:
+        return ":lead_clipped"
+    if features.get("amplitudes_calibrated") is False:  # mV values of a per-lead normalized record
+        return ":amplitudes_not_calibrated"
+    return ""
+
+
 def beat_lead_values(view: BeatView, k: int) -> dict[str, dict[str, float | bool | None]]:
     """Beat ``k``'s per-lead measurements for the beat facts (plain JSON)."""
     out: dict[str, dict[str, float | bool | None]] = {}

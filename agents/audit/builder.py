@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 
 from ecgtrace.agents.audit._features import FEATURES_VERSION, BeatTable, WindowFeatures, window_features
+from ecgtrace.agents.audit._features_leads import unavailable_because
 from ecgtrace.agents.audit._labels import record_labels
 from ecgtrace.agents.audit._leads import balance_leads
 from ecgtrace.agents.audit._questions import balance_measurement, build_loops
@@ -202,8 +203,7 @@ def _candidate(graph, info, table, labels, mapped, t0, t1, kept, limit, cache, o
         drops[exc.reason] += 1
         return None
     except MissingFeature as exc:
-        uncalibrated = wf.features.get("amplitudes_calibrated") is False  # mV values of a per-lead normalized record
-        drops[f"feature_unavailable:{exc.feature}" + (":amplitudes_not_calibrated" if uncalibrated else "")] += 1
+        drops[f"feature_unavailable:{exc.feature}" + unavailable_because(wf.features, exc.lead)] += 1
         return None
     if mapped:
         stats = out.agreement[graph.id]

@@ -27,6 +27,7 @@ import copy
 from typing import Any
 
 from ecgtrace.agents.audit._features import window_features
+from ecgtrace.agents.audit._features_leads import unavailable_because
 from ecgtrace.agents.audit.engine import MissingFeature, NotApplicable, evaluate
 from ecgtrace.agents.probe import _audit_edits as ed
 from ecgtrace.agents.probe._audit_item import align, chain_item, turn_pairs
@@ -59,7 +60,7 @@ def reproduced(src: ed.Source, graph: DiagnosisGraph, graphs: dict[str, Diagnosi
     except NotApplicable as exc:
         return f"original_not_reproduced:{exc.reason}"
     except MissingFeature as exc:
-        return f"original_not_reproduced:feature_unavailable:{exc.feature}"
+        return f"original_not_reproduced:feature_unavailable:{exc.feature}" + unavailable_because(src.features.features, exc.lead)
     if path.path_id != src.item["path_id"] or bool(path.decision) != bool(src.item["label"]):
         return "original_not_reproduced"
     return None
@@ -126,7 +127,7 @@ def edited_counterfactual(src: ed.Source, lenders: ed.Lenders, kind: str, graph:
     except NotApplicable as exc:  # the edit made the window one the graph does not apply to (e.g. it now reads as LBBB)
         return _pair(o, kind, cf_id, reason=f"{exc.reason}_after_edit", before=_truth(o), edit=edit), None
     except MissingFeature as exc:
-        return _pair(o, kind, cf_id, reason=f"feature_unavailable_after_edit:{exc.feature}", before=_truth(o), edit=edit), None
+        return _pair(o, kind, cf_id, reason=f"feature_unavailable_after_edit:{exc.feature}" + unavailable_because(wf.features, exc.lead), before=_truth(o), edit=edit), None
     after = {"label": bool(path.decision), "path_id": path.path_id}
     flipped = bool(path.decision) != bool(o["label"])
     reason = ("ground_truth_unchanged" if kind == "remove" and not flipped else
