@@ -6,8 +6,8 @@ derived from that reference beat stream, provenance ``reference``), else from
 the project's detectors (``ecgtrace.tools.annotate.annotate_record``,
 provenance ``detected``). The result, a :class:`~ecgtrace.agents.holter.facts.Facts`
 bundle (beats, events, noise spans, HR summary, patient), is written as JSON
-in the user's cache folder (:func:`bundle_dir`) keyed by (record content hash,
-annotator and bundle versions, every tool version that shapes the result,
+in the user's cache folder (:func:`bundle_dir`) keyed by (record content hash and
+location, annotator and bundle versions, every tool version that shapes the result,
 parameters); graph state only carries its path and a small summary.
 """
 
@@ -92,10 +92,16 @@ def _open_signals(source: RecordSource) -> Any:
 
 
 def bundle_key(record_ref: dict[str, Any], params: dict[str, Any]) -> str:
-    """The bundle's cache key: record content, annotator and bundle versions, every tool version, parameters."""
+    """The bundle's cache key: record content and location, annotator and bundle versions, every tool version, parameters.
+
+    The location is part of the key because the bundle names the record's path (items, evidence windows and
+    assets read the signal through it): two copies of one record's bytes get a bundle each, so deleting
+    one copy never leaves the other pointing at a missing record.
+    """
     from ecgtrace.tools.annotate import annotation_versions
 
-    identity = {"record": record_ref["hash"], "annotator": ANNOTATOR_VERSION, "bundle": BUNDLE_FORMAT,
+    location = {k: record_ref[k] for k in ("db", "id", "path")}
+    identity = {"record": record_ref["hash"], "location": location, "annotator": ANNOTATOR_VERSION, "bundle": BUNDLE_FORMAT,
                 "tools": annotation_versions(), "params": params}
     return hashlib.sha256(to_json_text(identity).encode()).hexdigest()[:20]
 
