@@ -214,7 +214,8 @@ def annotate_record(
         hit = store.load(cache, key)
         if hit is not None:
             report("cache", 1, 1)
-            return _from_store(hit, key, time.perf_counter() - t_start)
+            # the store is keyed by content: the cached result is this record's, but its location is the caller's
+            return _from_store(hit, key, time.perf_counter() - t_start, location={"path": info.path, "name": info.name})
     result = _run_pipeline(info, base, ref_path, workers, report, timings, chunk_s, overlap_s)
     source = "reference" if ref_path else "detected"
     prov = provenance(source, "ecgtrace.tools.annotate", ANNOTATE_VERSION,
@@ -355,10 +356,11 @@ def _meta(a: Annotation) -> dict[str, Any]:
     }
 
 
-def _from_store(hit: tuple[dict[str, np.ndarray], dict[str, Any]], key: str, elapsed_s: float) -> Annotation:
+def _from_store(hit: tuple[dict[str, np.ndarray], dict[str, Any]], key: str, elapsed_s: float, *,
+                location: dict[str, str]) -> Annotation:
     arrays, meta = hit
     return Annotation(
-        record=meta["record"], fs_hz=float(meta["fs_hz"]), n_samples=int(meta["n_samples"]),
+        record={**meta["record"], **location}, fs_hz=float(meta["fs_hz"]), n_samples=int(meta["n_samples"]),
         beat_samples=arrays["beat_samples"].astype(np.int64), beat_classes=arrays["beat_classes"].astype("<U1"),
         af_mask=arrays["af_mask"].astype(bool), af_episodes=meta["af_episodes"], artifact_spans=meta["artifact_spans"],
         events=meta["events"], hr=meta["hr"], hr_per_minute=meta["hr_per_minute"], summary=meta["summary"],

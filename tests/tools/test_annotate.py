@@ -76,6 +76,22 @@ def test_store_key_follows_record_content(record_copy, tmp_path):
     assert b.key != a.key and not b.from_cache
 
 
+def test_a_store_hit_names_the_callers_copy_not_the_first_one(record_copy, tmp_path):
+    # the store is keyed by content; a second copy of the same bytes must get its own location back,
+    # or later readers (Holter assets, summary.json) open a folder that may be gone
+    first, second = tmp_path / "first", tmp_path / "second"
+    for folder in (first, second):
+        folder.mkdir()
+        for suffix in (".hea", ".dat", ".atr"):
+            shutil.copy(f"{record_copy}{suffix}", folder / f"holter{suffix}")
+    a = annotate_record(first / "holter", cache_dir=tmp_path / "store", prefer_reference=True)
+    shutil.rmtree(first)
+    b = annotate_record(second / "holter", cache_dir=tmp_path / "store", prefer_reference=True)
+    assert b.from_cache and b.key == a.key
+    assert b.record["path"] == str(second / "holter") and a.record["path"] == str(first / "holter")
+    assert b.summary == a.summary
+
+
 def test_wfdb_output_reads_back(record_copy, tmp_path):
     a = annotate_record(record_copy, cache_dir=tmp_path / "store", prefer_reference=True)
     paths = write_wfdb_annotations(a, tmp_path / "out")
