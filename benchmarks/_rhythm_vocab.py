@@ -19,7 +19,7 @@ Sections:
    reference beat positions and classes *without* their symbols (lateness, P-wave
    presence measured on the signal by tools/classify.py, wave spans).
 3. VFDB, split by ``benchmarks/_protocol.py`` (418-422 tuned, 423-428 scored
-   only): ``(VF``/``(VFIB``/``(VFL``/``(ASYS`` intervals against events from
+   only): ``(VF``/``(VFIB``/``(VFL``/``(ASYS``/``(NOISE`` intervals against events from
    detected beats and wave spans, per record and per half; VF|VFIB|VFL also by
    duration (overlap seconds over reference and over event seconds); a VFL
    stretch running into VF counts as one VF|VFIB|VFL episode on both sides.
@@ -189,8 +189,9 @@ def mitdb_section(data: Path, records: tuple[str, ...]) -> Table:
     return score_table(f"MIT-BIH ({len(records)} records: DS1 tuned + 100): expert j/E beats and NOD/IVR/VFL/AFL intervals vs events from reference beats WITHOUT symbols", total)
 
 
-#: VFDB's expert labels scored here, and the detected kinds that count as finding each.
-VFDB_KINDS = {**{k: v for k, v in LABEL_KINDS.items() if k in ("VF", "VFIB", "VFL", "ASYS")}, "VF|VFIB|VFL": ("vf", "vfl")}
+#: VFDB's expert labels scored here, and the detected kinds that count as finding each (NOISE: the beat detector's
+#: artifact spans, which also cover VT and VF it finds no QRS in; scored to show what a ``noise`` event means).
+VFDB_KINDS = {**{k: v for k, v in LABEL_KINDS.items() if k in ("VF", "VFIB", "VFL", "ASYS")}, "NOISE": ("noise",), "VF|VFIB|VFL": ("vf", "vfl")}
 
 
 def overlap_seconds(reference: list[dict[str, Any]], events: list[dict[str, Any]]) -> tuple[float, float, float]:

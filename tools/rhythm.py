@@ -29,7 +29,8 @@ Conventions (the synthetic schedule is the arbiter):
   ``sinus_merge_gap_s`` are bridged.
 - ``af``: the episodes of :func:`ecgtrace.tools.af.detect_af` (run on the beat
   stream with its classes when ``af`` is not given).
-- ``noise``: each artifact span (no beats).
+- ``noise``: each artifact span (no beats), less the VF/VFL spans inside it and
+  not inside a quiet gap (:func:`ecgtrace.tools._rhythm_spans.noise_events`).
 - S-beat events inside AF are suppressed (premature atrial beats are not
   defined in AF); P-wave events (AV block, non-conducted PAC, junctional) that
   overlap AF or a given AFL/VFL/VF span anywhere are dropped
@@ -50,10 +51,10 @@ from ecgtrace.contracts.vocabulary import EVENT_KINDS, NOTE_ALIASES, RHYTHM_NOTE
 from ecgtrace.tools._rhythm_conduction import DEFAULT_CONDUCTION_PARAMS, conduction_events
 from ecgtrace.tools._rhythm_escape import DEFAULT_ESCAPE_PARAMS, escape_events, no_escape_mask
 from ecgtrace.tools._rhythm_gaps import is_quiet
-from ecgtrace.tools._rhythm_spans import NO_QRS_SPAN_KINDS, SPAN_KINDS, drop_p_wave_events_in_spans, mask_in_spans, overlaps_any, span_events
+from ecgtrace.tools._rhythm_spans import NO_QRS_SPAN_KINDS, SPAN_KINDS, drop_p_wave_events_in_spans, mask_in_spans, noise_events, overlaps_any, span_events
 from ecgtrace.tools.af import AfResult, _runs, as_beat_samples, detect_af
 
-RHYTHM_VERSION = "1.2"
+RHYTHM_VERSION = "1.3"
 
 DEFAULT_RHYTHM_PARAMS: dict[str, Any] = {
     "vt_min_rate_bpm": 100.0,
@@ -214,7 +215,8 @@ def detect_events(
             beat stream with its classes.
         artifact_spans: ``(start, stop)`` sample spans of noise; pauses that
             overlap one are dropped, RRs that touch one are not used for sinus
-            rate, and each span is reported as a ``noise`` event.
+            rate, and each span, less the VF/VFL ``rhythm_spans`` in it, is reported
+            as a ``noise`` event.
         n_samples: Record length in samples (spans are clipped to it).
         beat_source: ``reference`` or ``detected``: where the beats came from
             (recorded in provenance).
@@ -297,17 +299,8 @@ def detect_events(
         if e["kind"] in NOT_SINUS_KINDS and e.get("first_beat") is not None:
             not_sinus[e["first_beat"] : e["last_beat"] + 1] = True
     events += _sinus_rate_events(samples, classes, not_sinus, spans, fs_hz, p, prov)
-    # an artifact span inside a gap the signal shows quiet is the detector's view of a flat asystole, not noise
     quiet = [(int(g["onset_sample"]), int(g["offset_sample"])) for g in gaps if is_quiet(g)]
-    for s0, s1 in spans:
-        if any(a <= s0 and s1 <= b for a, b in quiet):
-            continue
-        lo, hi = np.searchsorted(samples, [s0, s1])
-        events.append({
-            "kind": "noise", "onset_sample": s0, "offset_sample": s1,
-            "onset_ms": int(round(s0 * 1000.0 / fs_hz)), "offset_ms": int(round(s1 * 1000.0 / fs_hz)),
-            "n_beats": int(hi - lo), "rate_bpm": None, "lead": None, "first_beat": None, "last_beat": None, "provenance": prov,
-        })
+    events += noise_events(samples, spans, no_qrs, quiet, fs_hz, prov)
     events.sort(key=lambda e: (e["onset_sample"], e["offset_sample"], e["kind"]))
     return events
 

@@ -142,6 +142,31 @@ def test_the_gap_signal_decides_pauses_next_to_artifact_spans():
     assert not [e for e in detect_events(samples, classes, FS, af=_no_af(samples.size), artifact_spans=artifact, gaps=quiet) if e["kind"] == "noise"]
 
 
+def test_noise_events_leave_out_the_vf_spans_inside_them():
+    """The detector finds no QRS in VF either: an artifact span is noise only where no VF/VFL span explains it (VFDB 418
+    had every VFL episode doubled as noise). Cut pieces under 2 s are the detector's margin; an uncut span stays whole."""
+    samples, classes = _stream([800] * 4 + [30000] + [800] * 4, "N" * 10)
+    gap0, gap1 = int(samples[4]), int(samples[5])  # a 30 s stretch without beats
+    vf = {"kind": "vf", "onset_sample": gap0 + 1000, "offset_sample": gap0 + 3500, "source": "test"}
+
+    def noise(spans, rhythm_spans=()):
+        return [(e["onset_sample"], e["offset_sample"]) for e in detect_events(samples, classes, FS, af=_no_af(samples.size), artifact_spans=spans,
+                                                                                rhythm_spans=list(rhythm_spans)) if e["kind"] == "noise"]
+
+    inside = [(gap0 + 1000, gap0 + 3500)]
+    assert noise(inside) == inside  # without the VF span: noise
+    assert noise(inside, [vf]) == []  # the same span read as VF: not noise as well
+    wider = [(gap0 + 500, gap0 + 4500)]  # 2 s of noise before the VF, 4 s after
+    assert noise(wider, [vf]) == [(gap0 + 500, gap0 + 1000), (gap0 + 3500, gap0 + 4500)]
+    margin = [(gap0 + 900, gap0 + 3700)]  # 0.4 s and 0.8 s left over: margins, not noise
+    assert noise(margin, [vf]) == []
+    short = [(gap0 + 5000, gap0 + 5100)]  # a 0.4 s span away from any VF: reported whole
+    assert noise(short, [vf]) == short
+    assert [e["kind"] for e in detect_events(samples, classes, FS, af=_no_af(samples.size), artifact_spans=inside, rhythm_spans=[vf])
+            if e["kind"] in ("vf", "noise")] == ["vf"]
+    assert gap1 > gap0 + 5100  # every span above lies inside the stretch
+
+
 def test_sinus_rate_episodes_need_30_s_and_exclude_af():
     rr = [800] * 40 + [500] * 70 + [800] * 40 + [1200] * 20 + [800] * 40  # 35 s fast, 24 s slow
     samples, classes = _stream(rr, "N" * (len(rr) + 1))
