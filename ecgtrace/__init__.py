@@ -50,7 +50,7 @@ _EXPORTS: dict[str, str] = {
     "render_mp4": "ecgtrace.tools.render",
     # datasets, examinees, metrics
     "build_dataset": "ecgtrace.graphs.holter_build",
-    "write_audit_dataset": "ecgtrace.agents.audit.builder",
+    "write_audit_dataset": "ecgtrace.agents.audit.dataset",
     "load_audit": "ecgtrace.agents.audit.format",
     "AuditItem": "ecgtrace.contracts",
     "make_examinee": "ecgtrace.agents.exam.examinees",

@@ -148,11 +148,11 @@ def _write_audit(refs: list[dict[str, Any]], out: str, seed: int, cache_dir: str
     folder stays marked unfinished (a rerun retries the audit items, reusing
     every record) and the command exits non-zero (:mod:`ecgtrace.commands.build`).
     """
-    if importlib.util.find_spec("ecgtrace.agents.audit.builder") is None:
+    if importlib.util.find_spec("ecgtrace.agents.audit.dataset") is None:
         return {}
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from ecgtrace.agents.audit.builder import write_audit_dataset
+    from ecgtrace.agents.audit.dataset import write_audit_dataset
     from ecgtrace.agents.audit.freshness import audit_build_key, current_audit_summary
     from ecgtrace.tools.annotate import annotation_store_dir
 

@@ -247,7 +247,7 @@ def test_render_workers_change_neither_the_manifest_nor_the_thread(synth_record)
 
 def test_failed_audit_items_leave_the_folder_unfinished_and_the_rerun_writes_them(synth_record, tmp_path, monkeypatch, capsys):
     """A build whose audit items fail exits non-zero with one error line and is not marked finished; the rerun completes it."""
-    from ecgtrace.agents.audit import builder
+    from ecgtrace.agents.audit import dataset
     from ecgtrace.cli import main
     from ecgtrace.contracts.datasets import UNFINISHED_BUILD
 
@@ -256,7 +256,7 @@ def test_failed_audit_items_leave_the_folder_unfinished_and_the_rerun_writes_the
 
     argv = ["build", str(synth_record.record_path), "--out", str(tmp_path), "--tasks", "closed_count", "--modalities", "text", "--seed", "2"]
     with monkeypatch.context() as patch:
-        patch.setattr(builder, "write_audit_dataset", broken)
+        patch.setattr(dataset, "write_audit_dataset", broken)
         assert main(argv) == 3
     err = capsys.readouterr().err
     assert [line for line in err.splitlines() if line.startswith("error:")] == [

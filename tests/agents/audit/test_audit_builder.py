@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ecgtrace.agents.audit.builder import build_audit_items, build_record, write_audit_dataset
+from ecgtrace.agents.audit.builder import build_record
+from ecgtrace.agents.audit.dataset import build_audit_items, write_audit_dataset
 from ecgtrace.agents.audit.format import AuditItem, load_audit
 
 V_KINDS = {"pvc", "v_couplet", "vt", "v_bigeminy", "v_trigeminy"}

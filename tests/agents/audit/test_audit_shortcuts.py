@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ecgtrace.agents.audit.builder import write_audit_dataset
+from ecgtrace.agents.audit.dataset import write_audit_dataset
 
 # ---------------------------------------------------------------- the answers cannot be read off the question text
 
