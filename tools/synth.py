@@ -29,8 +29,9 @@ import numpy as np
 from ecgtrace.errors import EcgTraceError, OutputError
 from ecgtrace.jsonio import make_folder, to_json_text, write_bytes_atomic, write_text_atomic
 from ecgtrace.contracts.vocabulary import note_for
-from ecgtrace.tools._synth_schedule import AVB1_PR_MS, NORMAL_PR_MS, P_PEAK_OFFSET_S, PAC_PR_MS, Beat, Event, _Walker, plan_events, walk_timeline
+from ecgtrace.tools._synth_schedule import AVB1_PR_MS, NORMAL_PR_MS, PAC_PR_MS, Beat, Event, _Walker, plan_events, walk_timeline
 from ecgtrace.tools._synth_holtercare import VFL_SEED_SALT, vfl_wave
+from ecgtrace.tools._synth_wfdb import write_annotations, write_header
 
 GENERATOR_VERSION = "1.0"
 #: ``default``: the original event mix (byte-identical for a seed); ``holtercare``: adds Holtercare's rhythm vocabulary.
@@ -138,8 +139,8 @@ def _write_record(base: Path, digital: np.ndarray, beats: list[Beat], events: li
     """Write the record's four files (signal, header, reference annotations, schedule)."""
     n_samples = int(digital.shape[0])
     write_bytes_atomic(f"{base}.dat", digital.tobytes())
-    _write_header(base, digital, fs_hz, leads, seed, rng)
-    _write_annotations(base, beats, fs_hz, walker if profile == "holtercare" else None)
+    write_header(base, digital, fs_hz, leads, adc_gain=ADC_GAIN, comment=f"ecgtrace synthetic Holter, generator {GENERATOR_VERSION}, seed {seed}", rng=rng)
+    write_annotations(base, beats, fs_hz, _QRS_ONSET_MS["N"], walker if profile == "holtercare" else None)
     schedule = {
         "record": base.name,
         "fs_hz": float(fs_hz),
@@ -275,97 +276,6 @@ def _add_motion_burst(signal: np.ndarray, event: Event, fs_hz: float, rng: np.ra
     burst *= event.params["amplitude_mv"] / max(np.abs(burst).max(), 1e-9)
     for lead in range(signal.shape[0]):
         signal[lead, i0:i1] += (burst * rng.uniform(0.6, 1.2)).astype(np.float32)
-
-
-def _write_header(base: Path, digital: np.ndarray, fs_hz: float, leads: tuple[str, ...], seed: int, rng: np.random.Generator) -> None:
-    import wfdb
-
-    checksums = [int(c) for c in (digital.astype(np.int64).sum(axis=0) % 65536)]
-    checksums = [c - 65536 if c > 32767 else c for c in checksums]
-    n = len(leads)
-    age = int(rng.integers(35, 85))
-    sex = "M" if rng.random() < 0.5 else "F"
-    record = wfdb.Record(
-        record_name=base.name,
-        n_sig=n,
-        fs=fs_hz,
-        sig_len=int(digital.shape[0]),
-        file_name=[f"{base.name}.dat"] * n,
-        fmt=["16"] * n,
-        adc_gain=[ADC_GAIN] * n,
-        baseline=[0] * n,
-        units=["mV"] * n,
-        adc_res=[16] * n,
-        adc_zero=[0] * n,
-        init_value=[int(v) for v in digital[0]],
-        checksum=checksums,
-        block_size=[0] * n,
-        sig_name=list(leads),
-        comments=[f"Age: {age} Sex: {sex}", f"ecgtrace synthetic Holter, generator {GENERATOR_VERSION}, seed {seed}"],
-    )
-    tmp_dir = base.parent / f".{base.name}.hea.tmp"
-    tmp_dir.mkdir(exist_ok=True)
-    try:
-        record.wrheader(write_dir=str(tmp_dir))
-        os.replace(tmp_dir / f"{base.name}.hea", f"{base}.hea")
-    finally:
-        for leftover in tmp_dir.glob("*"):
-            leftover.unlink()
-        tmp_dir.rmdir()
-
-
-def _write_annotations(base: Path, beats: list[Beat], fs_hz: float, walker: _Walker | None = None) -> None:
-    """Every beat, plus a '+' rhythm-change annotation (aux '(AFIB' ...) at the first beat of each rhythm.
-
-    With a holtercare ``walker``: rhythm changes without beats (VF, VFL), ``x`` at each
-    non-conducted PAC's P peak and a ``p`` mark at every P-wave peak.
-    """
-    import wfdb
-
-    rows: list[tuple[int, int, str, str]] = []  # (sample, order within a sample, symbol, aux)
-    current = None
-    extra = sorted(walker.markers) if walker is not None else []
-    k = 0
-    for beat in beats:
-        sample = int(round(beat.t_s * fs_hz))
-        while k < len(extra) and extra[k][0] <= beat.t_s:
-            t, symbol, aux = extra[k]
-            rows.append((int(round(t * fs_hz)), 0, symbol, aux))
-            current = aux[1:] if aux.startswith("(") else current
-            k += 1
-        if beat.rhythm != current:
-            rows.append((sample, 1, "+", "(" + beat.rhythm))
-            current = beat.rhythm
-        rows.append((sample, 2, beat.symbol, ""))
-    if walker is not None:
-        rows += _p_marks(beats, walker, fs_hz)
-        rows.sort(key=lambda r: (r[0], r[1]))
-    samples = [r[0] for r in rows]
-    symbols = [r[2] for r in rows]
-    aux_notes = [r[3] for r in rows]
-    tmp_dir = base.parent / f".{base.name}.atr.tmp"
-    tmp_dir.mkdir(exist_ok=True)
-    try:
-        wfdb.wrann(base.name, "atr", np.array(samples, dtype=np.int64), symbol=symbols, aux_note=aux_notes, fs=fs_hz, write_dir=str(tmp_dir))
-        os.replace(tmp_dir / f"{base.name}.atr", f"{base}.atr")
-    finally:
-        for leftover in tmp_dir.glob("*"):
-            leftover.unlink()
-        tmp_dir.rmdir()
-
-
-def _p_marks(beats: list[Beat], walker: _Walker, fs_hz: float) -> list[tuple[int, int, str, str]]:
-    """``p`` at every P-wave peak (conducted or not); ``x`` for the blocked ectopic P of a non-conducted PAC."""
-    rows = []
-    for beat in beats:
-        if beat.pr_ms > 0:
-            shape = "A" if beat.symbol == "A" else "N"
-            t = beat.t_s + _QRS_ONSET_MS["N"] / 1000.0 - beat.pr_ms / 1000.0 + P_PEAK_OFFSET_S[shape]
-            rows.append((int(round(t * fs_hz)), 3, "p", ""))
-    for onset, shape in walker.atrial_waves:
-        t = int(round((onset + P_PEAK_OFFSET_S[shape]) * fs_hz))
-        rows.append((t, 3, "x" if shape == "A" else "p", ""))
-    return rows
 
 
 def _render_holtercare(signal: np.ndarray, walker: _Walker, fs_hz: float, rng: np.random.Generator) -> None:
