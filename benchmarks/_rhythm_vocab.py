@@ -242,7 +242,7 @@ def vfdb_section(data: Path) -> list[Table]:
         if status in {vfdb_status(r) for r in names}:
             per_record.add_row(f"all {status}", status, *_vf_cells(halves[status]["VF|VFIB|VFL"], tuple(seconds[status])), style="bold")
     return [per_record, *(score_table(f"VFDB {status} half ({len([r for r in names if vfdb_status(r) == status])} records): "
-                                      "expert VF/VFIB/VFL/ASYS intervals vs events from the signal", halves[status]) for status in ("tuned", "untuned") if halves[status])]
+                                      "expert VF/VFIB/VFL/ASYS/NOISE intervals vs events from the signal", halves[status]) for status in ("tuned", "untuned") if halves[status])]
 
 
 def _vf_cells(rows: dict[str, list[int]], secs: tuple[float, float, float]) -> list[str]:
