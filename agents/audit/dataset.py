@@ -137,21 +137,8 @@ def write_audit_dataset(
             render_item_assets(item, out)
             progress("render", done, len(items))
     path = write_jsonl_atomic(out / "audit.jsonl", items)
-    per_diagnosis: dict[str, dict[str, int]] = {}
-    for item in items:
-        row = per_diagnosis.setdefault(item["diagnosis"], {"positive": 0, "negative": 0})
-        row["positive" if item["label"] else "negative"] += 1
-    summary = {
-        "path": str(path),
-        "n_items": len(items),
-        "n_records": len(records),
-        "seed": int(seed),
-        "per_diagnosis": dict(sorted(per_diagnosis.items())),
-        "drops": {d: dict(sorted(c.items())) for d, c in sorted(merged.drops.items()) if c},
-        "label_agreement": {d: dict(sorted(c.items())) for d, c in sorted(agreement.items())},
-        "failed_records": failed,
-        "provenance": {"source": "computed", "method": METHOD, "version": BUILDER_VERSION, "params": {"max_per_diagnosis": max_per_diagnosis, "diagnoses": diagnoses}},
-    }
+    summary = {"path": str(path), "n_items": len(items), "n_records": len(records), "seed": int(seed), **_counts(items, merged.drops, agreement), "failed_records": failed,
+               "provenance": {"source": "computed", "method": METHOD, "version": BUILDER_VERSION, "params": {"max_per_diagnosis": max_per_diagnosis, "diagnoses": diagnoses}}}
     if render_assets:
         from ecgtrace.agents.exam.text_sizes import text_token_table
 
@@ -160,3 +147,13 @@ def write_audit_dataset(
         summary["build_key"] = build_key
     write_json_atomic(out / "audit_summary.json", {**summary, "path": path.name})  # relative: the folder may move
     return summary
+
+
+def _counts(items: list[dict[str, Any]], drops: dict[str, Counter], agreement: dict[str, Counter]) -> dict[str, Any]:
+    """The summary's tallies: items per diagnosis and label, dropped windows per reason, agreement with expert labels."""
+    per_diagnosis: dict[str, dict[str, int]] = {}
+    for item in items:
+        row = per_diagnosis.setdefault(item["diagnosis"], {"positive": 0, "negative": 0})
+        row["positive" if item["label"] else "negative"] += 1
+    return {"per_diagnosis": dict(sorted(per_diagnosis.items())), "drops": {d: dict(sorted(c.items())) for d, c in sorted(drops.items()) if c},
+            "label_agreement": {d: dict(sorted(c.items())) for d, c in sorted(agreement.items())}}
