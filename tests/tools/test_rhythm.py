@@ -147,6 +147,7 @@ def test_noise_events_leave_out_the_vf_spans_inside_them():
     had every VFL episode doubled as noise). Cut pieces under 2 s are the detector's margin; an uncut span stays whole."""
     samples, classes = _stream([800] * 4 + [30000] + [800] * 4, "N" * 10)
     gap0, gap1 = int(samples[4]), int(samples[5])  # a 30 s stretch without beats
+    assert gap1 > gap0 + 5100  # every span below lies inside the stretch
     vf = {"kind": "vf", "onset_sample": gap0 + 1000, "offset_sample": gap0 + 3500, "source": "test"}
 
     def noise(spans, rhythm_spans=()):
@@ -164,7 +165,6 @@ def test_noise_events_leave_out_the_vf_spans_inside_them():
     assert noise(short, [vf]) == short
     assert [e["kind"] for e in detect_events(samples, classes, FS, af=_no_af(samples.size), artifact_spans=inside, rhythm_spans=[vf])
             if e["kind"] in ("vf", "noise")] == ["vf"]
-    assert gap1 > gap0 + 5100  # every span above lies inside the stretch
 
 
 def test_sinus_rate_episodes_need_30_s_and_exclude_af():
