@@ -220,16 +220,72 @@ def morphology_features(
         ``(features, aligned_qrs, ok)``: dict of ``MORPH_NAMES`` -> (nb,) float64 arrays, the
         aligned QRS windows (nb, L, W) and the per-lead weights used (nb, L).
     """
-    nb, n_leads, _ = win.shape
+    nb = win.shape[0]
     ok = ok & tmpl_ok[None, :]
-    okf = ok.astype(np.float64)
-    n_ok = okf.sum(axis=1)
     t_qrs = tmpl[:, QRS_SL]
+    t_ptp = np.ptp(t_qrs, axis=-1) + 1e-6  # (L,)
     # leads count in proportion to the template's QRS size: a small lead is mostly noise
-    lw = okf * (np.ptp(t_qrs, axis=-1)[None, :] + 1e-6)
-    lw_sum = np.maximum(lw.sum(axis=1), 1e-9)
-    # best alignment shift by mean QRS correlation over usable leads: all shifts at once on a
-    # sliding view; corr = <seg, t_n> / |seg - mean(seg)| with t_n the centred, unit-norm template
+    leads = _Leads(ok, ok.astype(np.float64) * t_ptp[None, :])
+    aligned, best_k = _align_to_template(win, t_qrs, leads)
+    b_qrs = aligned[:, :, QRS_SL]
+    b_ptp = np.ptp(b_qrs, axis=-1)
+    diff = b_qrs - t_qrs[None]
+    rmsd = np.sqrt((diff * diff).mean(-1)) / (np.sqrt((t_qrs * t_qrs).mean(-1))[None] + 1e-6)
+    b_slope = np.abs(np.diff(b_qrs, axis=-1)).max(-1) / (b_ptp + 1e-6)
+    t_slope = np.abs(np.diff(t_qrs, axis=-1)).max(-1) / t_ptp
+    r_idx = int(round(-QRS_MS[0] / GRID_MS))
+    polarity = (np.sign(b_qrs[:, :, r_idx]) == np.sign(t_qrs[:, r_idx])[None]).astype(np.float64)
+    ones = np.ones_like(t_ptp)
+    width = _width_ms(b_qrs, ones, ok)
+    t_width = float(_width_ms(t_qrs[None], ones, tmpl_ok[None])[0]) if tmpl_ok.any() else float("nan")
+    area = np.abs(_center(b_qrs)).sum(-1) / (np.abs(_center(t_qrs)).sum(-1)[None] + 1e-6)
+    amp = b_ptp / t_ptp[None]
+    some = leads.n_ok > 0
+    return {
+        **_correlations(aligned, tmpl, leads),
+        "rmsd_qrs_mean": leads.mean(rmsd),
+        "rmsd_qrs_min": leads.min(rmsd),
+        "amp_ratio_mean": leads.mean(amp),
+        "amp_ratio_max": leads.max(amp),
+        "slope_ratio_mean": leads.mean(b_slope / (t_slope[None] + 1e-9)),
+        "polarity_agree": leads.mean(polarity),
+        "qrs_width_ms": np.where(some, width, np.nan),
+        "template_width_ms": np.full(nb, t_width),
+        "width_ratio": np.where(some, width / max(t_width, GRID_MS), np.nan),
+        **_p_wave_features(aligned, tmpl, leads, t_ptp),
+        "area_ratio_mean": leads.mean(area),
+        "noise_ratio": leads.mean(_noise_log_ratio(aligned, tmpl, b_ptp, t_ptp)),
+        "shift_ms": best_k * GRID_MS,
+        "n_leads_used": leads.n_ok,
+    }, b_qrs, leads.weight
+
+
+class _Leads:
+    """Per-beat reductions over the usable leads; the mean is weighted by ``weight`` (nb, L)."""
+
+    def __init__(self, ok: np.ndarray, weight: np.ndarray):
+        self.ok, self.weight = ok, weight
+        self.n_ok = ok.astype(np.float64).sum(axis=1)
+        self.weight_sum = np.maximum(weight.sum(axis=1), 1e-9)
+
+    def mean(self, x: np.ndarray) -> np.ndarray:
+        return np.where(self.n_ok > 0, (x * self.weight).sum(axis=1) / self.weight_sum, np.nan)
+
+    def max(self, x: np.ndarray) -> np.ndarray:
+        return np.where(self.n_ok > 0, np.where(self.ok, x, -np.inf).max(axis=1), np.nan)
+
+    def min(self, x: np.ndarray) -> np.ndarray:
+        return np.where(self.n_ok > 0, np.where(self.ok, x, np.inf).min(axis=1), np.nan)
+
+
+def _align_to_template(win: np.ndarray, t_qrs: np.ndarray, leads: _Leads) -> tuple[np.ndarray, np.ndarray]:
+    """Beat windows (nb, L, n_grid) shifted by up to ``MAX_SHIFT`` grid steps to the best mean QRS correlation with
+    the template's QRS ``t_qrs`` (L, W), and the shift of each beat (grid steps).
+
+    All shifts are scored at once on a sliding view: corr = <seg, t_n> / |seg - mean(seg)|, with t_n the centred,
+    unit-norm template; a small penalty per step prefers the unshifted beat among equals.
+    """
+    nb, n_leads, _ = win.shape
     w_len = QRS_SL.stop - QRS_SL.start
     t_c = _center(t_qrs)
     t_n = t_c / (np.sqrt((t_c * t_c).sum(-1, keepdims=True)) + 1e-9)  # (L, W)
@@ -243,78 +299,52 @@ def morphology_features(
     var = np.maximum(s2 - s1 * s1 / w_len, 0.0)
     corr_all = num / (np.sqrt(var) + 1e-9)  # (nb, L, n_shift)
     shifts = np.arange(-MAX_SHIFT, MAX_SHIFT + 1)
-    mean_c = (corr_all * lw[:, :, None]).sum(axis=1) / lw_sum[:, None] - 0.002 * np.abs(shifts)[None, :]
+    mean_c = (corr_all * leads.weight[:, :, None]).sum(axis=1) / leads.weight_sum[:, None] - 0.002 * np.abs(shifts)[None, :]
     best_k = shifts[mean_c.argmax(axis=1)] if nb else np.zeros(0, dtype=np.int64)
     gather = MAX_SHIFT + best_k[:, None] + np.arange(_N_WIN)[None, :]
     aligned = np.take_along_axis(win, np.broadcast_to(gather[:, None, :], (nb, n_leads, _N_WIN)), axis=2)
-    b_qrs = aligned[:, :, QRS_SL]
-    c_qrs = _corr(b_qrs, t_qrs[None])
-    c_full = _corr(aligned[:, :, QRS_SL.start:], tmpl[None, :, QRS_SL.start:])
-    c_t = _corr(aligned[:, :, T_SL], tmpl[None, :, T_SL])
-    t_ptp = np.ptp(t_qrs, axis=-1) + 1e-6  # (L,)
-    b_ptp = np.ptp(b_qrs, axis=-1)
-    amp = b_ptp / t_ptp[None]
-    diff = b_qrs - t_qrs[None]
-    rmsd = np.sqrt((diff * diff).mean(-1)) / (np.sqrt((t_qrs * t_qrs).mean(-1))[None] + 1e-6)
-    b_slope = np.abs(np.diff(b_qrs, axis=-1)).max(-1) / (b_ptp + 1e-6)
-    t_slope = np.abs(np.diff(t_qrs, axis=-1)).max(-1) / t_ptp
-    slope = b_slope / (t_slope[None] + 1e-9)
-    r_idx = int(round(-QRS_MS[0] / GRID_MS))
-    t_sign = np.sign(t_qrs[:, r_idx])
-    b_sign = np.sign(b_qrs[:, :, r_idx])
-    polarity = (b_sign == t_sign[None]).astype(np.float64)
-    ones = np.ones_like(t_ptp)
-    width = _width_ms(b_qrs, ones, ok)
-    t_width = float(_width_ms(t_qrs[None], ones, tmpl_ok[None])[0]) if tmpl_ok.any() else float("nan")
-    # P wave: correlation and energy of the pre-QRS segment against the template's
+    return aligned, best_k
+
+
+def _correlations(aligned: np.ndarray, tmpl: np.ndarray, leads: _Leads) -> dict[str, np.ndarray]:
+    """Correlation with the template: QRS (max, mean, min over leads), QRS to end of T, and T alone."""
+    c_qrs = _corr(aligned[:, :, QRS_SL], tmpl[None, :, QRS_SL])
+    return {
+        "corr_qrs_max": leads.max(c_qrs),
+        "corr_qrs_mean": leads.mean(c_qrs),
+        "corr_qrs_min": leads.min(c_qrs),
+        "corr_full_mean": leads.mean(_corr(aligned[:, :, QRS_SL.start:], tmpl[None, :, QRS_SL.start:])),
+        "corr_t_mean": leads.mean(_corr(aligned[:, :, T_SL], tmpl[None, :, T_SL])),
+    }
+
+
+def _p_wave_features(aligned: np.ndarray, tmpl: np.ndarray, leads: _Leads, t_ptp: np.ndarray) -> dict[str, np.ndarray]:
+    """Correlation, amplitude and energy of the pre-QRS segment against the template's.
+
+    Correlation and amplitude are weighted per lead by how visible P is in the template (P size / QRS size).
+    """
     b_p = aligned[:, :, P_SL]
     t_p = tmpl[:, P_SL]
-    p_c = _corr(b_p, t_p[None])
     t_p_ptp = np.ptp(t_p, axis=-1) + 1e-6
-    p_amp = np.ptp(b_p, axis=-1) / t_p_ptp[None]
-    # weight the P evidence by how visible P is in the template of each lead
-    p_w = okf * (t_p_ptp / t_ptp)[None]
+    p_w = leads.ok.astype(np.float64) * (t_p_ptp / t_ptp)[None]
     p_wsum = p_w.sum(axis=1) + 1e-9
-    area = np.abs(_center(b_qrs)).sum(-1) / (np.abs(_center(t_qrs)).sum(-1)[None] + 1e-6)
-    # high-frequency noise of the whole window (second difference) relative to the QRS size,
-    # against the template's own (a median is nearly noise-free, so use the ratio's log)
+    some = leads.n_ok > 0
+    p_c = _corr(b_p, t_p[None])
+    p_amp = np.ptp(b_p, axis=-1) / t_p_ptp[None]
+    pre_energy = np.sqrt((_center(b_p) ** 2).mean(-1)) / (np.sqrt((_center(t_p) ** 2).mean(-1))[None] + 1e-6)
+    return {
+        "p_corr": np.where(some, (p_c * p_w).sum(axis=1) / p_wsum, np.nan),
+        "p_amp_ratio": np.where(some, (p_amp * p_w).sum(axis=1) / p_wsum, np.nan),
+        "pre_energy_ratio": leads.mean(pre_energy),
+    }
+
+
+def _noise_log_ratio(aligned: np.ndarray, tmpl: np.ndarray, b_ptp: np.ndarray, t_ptp: np.ndarray) -> np.ndarray:
+    """Log ratio of the window's high-frequency content (second difference, relative to the QRS size) to the
+    template's own, per beat and lead (a median template is nearly noise-free, hence the log)."""
     hf = np.sqrt((np.diff(aligned, n=2, axis=-1) ** 2).mean(-1)) / (b_ptp + 1e-6)
     t_hf = np.sqrt((np.diff(tmpl, n=2, axis=-1) ** 2).mean(-1)) / t_ptp
-    noise = np.log((hf + 1e-6) / (t_hf[None] + 1e-6))
-    pre_energy = np.sqrt((_center(b_p) ** 2).mean(-1)) / (np.sqrt((_center(t_p) ** 2).mean(-1))[None] + 1e-6)
-
-    def mean_ok(x: np.ndarray) -> np.ndarray:  # weighted by the template's QRS size per lead
-        return np.where(n_ok > 0, (x * lw).sum(axis=1) / lw_sum, np.nan)
-
-    def max_ok(x: np.ndarray) -> np.ndarray:
-        return np.where(n_ok > 0, np.where(ok, x, -np.inf).max(axis=1), np.nan)
-
-    def min_ok(x: np.ndarray) -> np.ndarray:
-        return np.where(n_ok > 0, np.where(ok, x, np.inf).min(axis=1), np.nan)
-
-    return {
-        "corr_qrs_max": max_ok(c_qrs),
-        "corr_qrs_mean": mean_ok(c_qrs),
-        "corr_qrs_min": min_ok(c_qrs),
-        "corr_full_mean": mean_ok(c_full),
-        "corr_t_mean": mean_ok(c_t),
-        "rmsd_qrs_mean": mean_ok(rmsd),
-        "rmsd_qrs_min": min_ok(rmsd),
-        "amp_ratio_mean": mean_ok(amp),
-        "amp_ratio_max": max_ok(amp),
-        "slope_ratio_mean": mean_ok(slope),
-        "polarity_agree": mean_ok(polarity),
-        "qrs_width_ms": np.where(n_ok > 0, width, np.nan),
-        "template_width_ms": np.full(nb, t_width),
-        "width_ratio": np.where(n_ok > 0, width / max(t_width, GRID_MS), np.nan),
-        "p_corr": np.where(n_ok > 0, (p_c * p_w).sum(axis=1) / p_wsum, np.nan),
-        "p_amp_ratio": np.where(n_ok > 0, (p_amp * p_w).sum(axis=1) / p_wsum, np.nan),
-        "pre_energy_ratio": mean_ok(pre_energy),
-        "area_ratio_mean": mean_ok(area),
-        "noise_ratio": mean_ok(noise),
-        "shift_ms": best_k * GRID_MS,
-        "n_leads_used": n_ok,
-    }, b_qrs, lw
+    return np.log((hf + 1e-6) / (t_hf[None] + 1e-6))
 
 
 #: Per-beat values averaged over a beat's look-alikes in its chunk ("cluster" features).

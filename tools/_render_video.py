@@ -16,6 +16,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -96,8 +97,6 @@ def render_mp4(
         chunk_s: the strip is drawn in chunks of this many seconds.
         quality: imageio-ffmpeg quality 0..10.
     """
-    import imageio_ffmpeg
-
     started = time.perf_counter()
     fs = info.fs_hz
     a, b = int(round(t0_s * fs)), int(round(t1_s * fs))
@@ -107,44 +106,93 @@ def render_mp4(
     window_s = min(float(window_s), t1_s - t0_s)
     frame_t0 = mp4_frame_times(t0_s, t1_s, window_s=window_s, fps=fps, speedup=speedup)
     px_per_mm = int(px_per_mm)
-    px_per_s = MM_PER_S * px_per_mm
-    window_px = int(round(window_s * px_per_s))
-    left_px = LEFT_MM * px_per_mm
-    chunk_s = max(float(math.ceil(chunk_s)), 1.0)
-    rows = _span_row_layout(info, a, b, leads, int(600 * fs))
-
+    strip = _SlidingStrip(info, a, b, leads, window_s=window_s, chunk_s=max(float(math.ceil(chunk_s)), 1.0), px_per_mm=px_per_mm)
     target = Path(path)
+    size = _encode_atomic(target, strip.frames(frame_t0), fps=fps, quality=quality)
+    return VideoRender(
+        path=str(target),
+        n_frames=int(frame_t0.size),
+        width_px=size[0],
+        height_px=size[1],
+        fps=float(fps),
+        speedup=float(speedup),
+        window_s=window_s,
+        frame_t0_s=[round(float(t), 6) for t in frame_t0],
+        elapsed_s=time.perf_counter() - started,
+        params={"record": info.name, "t0_s": t0_s, "t1_s": t1_s, "leads": strip.lead_names, "px_per_mm": px_per_mm, "codec": "libx264"},
+    )
+
+
+class _SlidingStrip:
+    """Frames of a window sliding over samples ``[a, b)``: the paper strip is drawn one chunk at a time (one chunk in
+    memory) and every frame is a crop of it beside the fixed lead labels and calibration pulses."""
+
+    def __init__(self, info: RecordInfo, a: int, b: int, leads: Any, *, window_s: float, chunk_s: float, px_per_mm: int):
+        self.info, self.a, self.b, self.leads = info, a, b, leads
+        self.window_s, self.chunk_s, self.px_per_mm = window_s, chunk_s, px_per_mm
+        self.px_per_s = MM_PER_S * px_per_mm
+        self.window_px = int(round(window_s * self.px_per_s))
+        self.left_px = LEFT_MM * px_per_mm
+        # the row heights of the whole span, so that rows do not jump from one chunk to the next
+        self.rows = _span_row_layout(info, a, b, leads, int(600 * info.fs_hz))
+        self.lead_names: list[str] = []
+
+    def frames(self, frame_t0: np.ndarray) -> Iterator[np.ndarray]:
+        """One (height, width, 3) uint8 frame per start time (s); the same buffer is refilled for each."""
+        fs, t0_s = self.info.fs_hz, self.a / self.info.fs_hz
+        frame = strip = np.zeros((0, 0, 3), dtype=np.uint8)
+        chunk_index, chunk_t0 = -1, 0.0
+        for tf in frame_t0:
+            k = int((tf - t0_s + 1e-9) // self.chunk_s)
+            if k != chunk_index:
+                chunk_index = k
+                c0 = self.a + int(round(k * self.chunk_s * fs))
+                c1 = min(c0 + int(round((self.chunk_s + self.window_s) * fs)) + 2, self.b)
+                window = read_samples(self.info, c0, c1, self.leads)
+                self.lead_names = list(window.leads)
+                strip, layout = render_array(window, px_per_mm=self.px_per_mm, title="", row_layout=self.rows)
+                if frame.size == 0:
+                    frame = self._blank_frame(strip, layout.paper_height_px)
+                chunk_t0 = c0 / fs
+            left, width = self.left_px, self.window_px
+            offset = left + int(round((tf - chunk_t0) * self.px_per_s))
+            piece = strip[:, offset : offset + width]
+            frame[: piece.shape[0], left : left + piece.shape[1]] = piece
+            if piece.shape[1] < width:
+                frame[: strip.shape[0], left + piece.shape[1] : left + width] = 255
+            yield frame
+
+    def _blank_frame(self, strip: np.ndarray, paper_height_px: int) -> np.ndarray:
+        """White frame (sides rounded up to H.264's 16-px macro blocks) with the strip's fixed left margin."""
+        static = strip[:paper_height_px, : self.left_px]
+        height = strip.shape[0] + (-strip.shape[0]) % 16
+        width = self.left_px + self.window_px + (-(self.left_px + self.window_px)) % 16
+        frame = np.full((height, width, 3), 255, dtype=np.uint8)
+        frame[: static.shape[0], : self.left_px] = static
+        return frame
+
+
+def _encode_atomic(target: Path, frames: Iterator[np.ndarray], *, fps: float, quality: float) -> tuple[int, int]:
+    """Encode ``frames`` with libx264 into a temporary file beside ``target``, then rename it; returns (width, height) px.
+
+    Any failure (reading the record, drawing, ffmpeg) removes the temporary file and raises :class:`EcgTraceError`.
+    """
+    import imageio_ffmpeg
+
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp.mp4")
     writer = None
-    size = None
+    size: tuple[int, int] | None = None
     try:
-        chunk_index = -1
-        strip = static = None
-        for tf in frame_t0:
-            k = int((tf - t0_s + 1e-9) // chunk_s)
-            if k != chunk_index:
-                chunk_index = k
-                c0 = a + int(round(k * chunk_s * fs))
-                c1 = min(c0 + int(round((chunk_s + window_s) * fs)) + 2, b)
-                window = read_samples(info, c0, c1, leads)
-                strip, layout = render_array(window, px_per_mm=px_per_mm, title="", row_layout=rows)
-                if static is None:
-                    static = strip[: layout.paper_height_px, :left_px].copy()
-                    height = strip.shape[0] + (-strip.shape[0]) % 16
-                    width = left_px + window_px + (-(left_px + window_px)) % 16
-                    size = (width, height)
-                    frame = np.full((height, width, 3), 255, dtype=np.uint8)
-                    frame[: static.shape[0], :left_px] = static
-                    writer = imageio_ffmpeg.write_frames(str(tmp), size, fps=fps, codec="libx264", quality=quality, macro_block_size=16, ffmpeg_log_level="error", output_params=["-preset", "superfast"])
-                    writer.send(None)
-                chunk_t0 = c0 / fs
-            offset = left_px + int(round((tf - chunk_t0) * px_per_s))
-            piece = strip[:, offset : offset + window_px]
-            frame[: piece.shape[0], left_px : left_px + piece.shape[1]] = piece
-            if piece.shape[1] < window_px:
-                frame[: strip.shape[0], left_px + piece.shape[1] : left_px + window_px] = 255
+        for frame in frames:
+            if writer is None:
+                size = (frame.shape[1], frame.shape[0])
+                writer = imageio_ffmpeg.write_frames(str(tmp), size, fps=fps, codec="libx264", quality=quality, macro_block_size=16,
+                                                     ffmpeg_log_level="error", output_params=["-preset", "superfast"])
+                writer.send(None)
             writer.send(frame)
+        if writer is None or size is None:
+            raise EcgTraceError(f"{target}: cannot write the video (no frames)")
         writer.close()
         writer = None
         os.replace(tmp, target)
@@ -158,18 +206,7 @@ def render_mp4(
         if isinstance(exc, EcgTraceError):
             raise
         raise EcgTraceError(f"{target}: cannot write the video ({str(exc).strip().splitlines()[0][:160] if str(exc).strip() else type(exc).__name__})") from exc
-    return VideoRender(
-        path=str(target),
-        n_frames=int(frame_t0.size),
-        width_px=size[0],
-        height_px=size[1],
-        fps=float(fps),
-        speedup=float(speedup),
-        window_s=window_s,
-        frame_t0_s=[round(float(t), 6) for t in frame_t0],
-        elapsed_s=time.perf_counter() - started,
-        params={"record": info.name, "t0_s": t0_s, "t1_s": t1_s, "leads": list(window.leads), "px_per_mm": px_per_mm, "codec": "libx264"},
-    )
+    return size
 
 
 def mp4_frame_times(t0_s: float, t1_s: float, *, window_s: float = DEFAULT_WINDOW_S, fps: float = 10.0, speedup: float = 1.0) -> np.ndarray:

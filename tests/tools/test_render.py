@@ -189,3 +189,23 @@ def test_mp4_decodes_to_the_expected_frames(info, tmp_path):
     assert video.to_json()["provenance"]["method"] == "ecgtrace.render.mp4"
     with pytest.raises(WindowError):
         render.render_mp4(info, 10.0, 10.0, tmp_path / "empty.mp4")
+
+
+def test_mp4_failing_midway_leaves_no_file(info, tmp_path, monkeypatch):
+    """A drawing failure on the second chunk raises one EcgTraceError and leaves neither the video nor its temporary."""
+    from ecgtrace.tools import _render_video
+
+    real = _render_video.render_array
+    calls = []
+
+    def second_chunk_fails(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise RuntimeError("disk full\nsecond line")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(_render_video, "render_array", second_chunk_fails)
+    with pytest.raises(EcgTraceError, match=r"cannot write the video \(disk full\)"):
+        render.render_mp4(info, 100.0, 140.0, tmp_path / "v.mp4", window_s=4.0, fps=2.0, chunk_s=10.0)
+    assert len(calls) == 2
+    assert list(tmp_path.iterdir()) == []
