@@ -76,7 +76,6 @@ NOT_SINUS_KINDS: frozenset[str] = frozenset({"junctional_escape", "ventricular_e
                                              "avb2_mobitz1", "avb2_mobitz2", "avb_2to1", "avb3"})
 
 
-
 def rhythm_params(**overrides: Any) -> dict[str, Any]:
     """Defaults merged with ``overrides``; unknown names raise ``TypeError``."""
     unknown = set(overrides) - set(DEFAULT_RHYTHM_PARAMS)
@@ -245,16 +244,8 @@ def detect_events(
         offset_ms, onset_sample, offset_sample, n_beats, rate_bpm, lead,
         first_beat, last_beat, provenance`` (bigeminy/trigeminy add ``cycles``).
     """
-    if not fs_hz or fs_hz <= 0:
-        raise ValueError(f"fs_hz must be > 0, got {fs_hz!r}")
     p = rhythm_params(**thresholds)
-    samples = as_beat_samples(beat_samples)
-    classes = np.asarray(beat_classes).astype("<U1")
-    if classes.size != samples.size:
-        raise ValueError(f"beat_classes has {classes.size} entries for {samples.size} beats")
-    if samples.size > 1 and np.any(np.diff(samples) <= 0):
-        raise ValueError("beat_samples must be strictly increasing")
-    spans = [(int(a), int(b) if n_samples is None else min(int(b), int(n_samples))) for a, b in artifact_spans]
+    samples, classes, spans = _checked_stream(beat_samples, beat_classes, fs_hz, artifact_spans, n_samples)
     if af is None:
         af = detect_af(samples, fs_hz, beat_classes=classes)
     af_mask = np.asarray(af.beat_mask, dtype=bool)
@@ -264,31 +255,16 @@ def detect_events(
         "version": RHYTHM_VERSION,
         "params": {**p, "beat_source": beat_source, "af": {"method": af.provenance.get("method"), "version": af.provenance.get("version")}},
     }
-    events: list[dict[str, Any]] = []
-    for ep in af.episodes:
-        events.append(_event("af", samples, ep["first_beat"], ep["last_beat"], fs_hz, prov))
-    is_n = classes == "N"
-    is_v = classes == "V"
-    is_s = classes == "S"
-    if p["suppress_s_in_af"]:
-        is_s = is_s & ~af_mask
     known = [dict(r) for r in rhythm_spans if r.get("kind") in SPAN_KINDS]
     no_qrs = [(int(r["onset_sample"]), int(r["offset_sample"])) for r in known if r["kind"] in NO_QRS_SPAN_KINDS]
     known_spans = [(int(r["onset_sample"]), int(r["offset_sample"])) for r in known]
     in_span = mask_in_spans(samples, known_spans)
-    # AF and flutter beats lack a P wave for another reason: they count as having one (never junctional)
-    p_or_excused = None if p_wave_present is None else np.asarray(p_wave_present, bool) | af_mask | in_span
-    escapes, escape_used = escape_events(samples, classes, fs_hz, beat_symbols, p_or_excused, p, irregular=no_escape_mask(samples, af_mask | in_span, spans))
-    events += [_event(kind, samples, a, b, fs_hz, prov) for kind, a, b in escapes]
-    events += _ectopic_events(samples, is_v & ~escape_used, is_n, fs_hz, p, "v", prov)
-    events += _ectopic_events(samples, is_s, is_n, fs_hz, p, "s", prov)
+    events = [_event("af", samples, ep["first_beat"], ep["last_beat"], fs_hz, prov) for ep in af.episodes]
+    events += _beat_run_events(samples, classes, af_mask, in_span, spans, beat_symbols, p_wave_present, fs_hz, p, prov)
     events += _pause_events(samples, spans, no_qrs, gaps, fs_hz, p, prov)
     events += span_events(samples, known, fs_hz, prov)
     if p_wave_samples is not None or blocked_pac_samples is not None:
-        fiducial = samples if conduction_beat_samples is None else np.asarray(conduction_beat_samples, dtype=np.int64)
-        if fiducial.size != samples.size:
-            raise ValueError(f"conduction_beat_samples has {fiducial.size} entries for {samples.size} beats")
-        events += _conduction(samples, fiducial, p_wave_samples, blocked_pac_samples, fs_hz, p, prov)
+        events += _conduction(samples, conduction_beat_samples, p_wave_samples, blocked_pac_samples, fs_hz, p, prov)
     # in complete AV block the narrow escape rhythm is part of the block, not a separate junctional rhythm
     events = _absorb_escapes_into_avb3(events, samples, fs_hz)
     # no P waves to read in AF, flutter or VF: a P-wave event that overlaps one anywhere is dropped (after the block grew)
@@ -303,6 +279,37 @@ def detect_events(
     events += noise_events(samples, spans, no_qrs, quiet, fs_hz, prov)
     events.sort(key=lambda e: (e["onset_sample"], e["offset_sample"], e["kind"]))
     return events
+
+
+def _checked_stream(beat_samples: np.ndarray, beat_classes: np.ndarray, fs_hz: float, artifact_spans: Sequence[tuple[int, int]],
+                    n_samples: int | None) -> tuple[np.ndarray, np.ndarray, list[tuple[int, int]]]:
+    """Beat samples (int64), one class per beat and the artifact spans clipped to the record; ValueError otherwise."""
+    if not fs_hz or fs_hz <= 0:
+        raise ValueError(f"fs_hz must be > 0, got {fs_hz!r}")
+    samples = as_beat_samples(beat_samples)
+    classes = np.asarray(beat_classes).astype("<U1")
+    if classes.size != samples.size:
+        raise ValueError(f"beat_classes has {classes.size} entries for {samples.size} beats")
+    if samples.size > 1 and np.any(np.diff(samples) <= 0):
+        raise ValueError("beat_samples must be strictly increasing")
+    spans = [(int(a), int(b) if n_samples is None else min(int(b), int(n_samples))) for a, b in artifact_spans]
+    return samples, classes, spans
+
+
+def _beat_run_events(samples: np.ndarray, classes: np.ndarray, af_mask: np.ndarray, in_span: np.ndarray, spans: Sequence[tuple[int, int]],
+                     beat_symbols: np.ndarray | None, p_wave_present: np.ndarray | None, fs_hz: float, p: dict[str, Any],
+                     prov: dict[str, Any]) -> list[dict[str, Any]]:
+    """Escape beats and rhythms, then the V and S beat patterns (runs, couplets, bigeminy ...) of the non-escape beats."""
+    is_n = classes == "N"
+    is_s = classes == "S"
+    if p["suppress_s_in_af"]:
+        is_s = is_s & ~af_mask
+    # AF and flutter beats lack a P wave for another reason: they count as having one (never junctional)
+    p_or_excused = None if p_wave_present is None else np.asarray(p_wave_present, bool) | af_mask | in_span
+    escapes, escape_used = escape_events(samples, classes, fs_hz, beat_symbols, p_or_excused, p, irregular=no_escape_mask(samples, af_mask | in_span, spans))
+    events = [_event(kind, samples, a, b, fs_hz, prov) for kind, a, b in escapes]
+    events += _ectopic_events(samples, (classes == "V") & ~escape_used, is_n, fs_hz, p, "v", prov)
+    return events + _ectopic_events(samples, is_s, is_n, fs_hz, p, "s", prov)
 
 
 def _absorb_escapes_into_avb3(events: list[dict[str, Any]], samples: np.ndarray, fs_hz: float) -> list[dict[str, Any]]:
@@ -349,8 +356,13 @@ def _pause_events(samples: np.ndarray, spans: Sequence[tuple[int, int]], no_qrs:
     return events
 
 
-def _conduction(samples: np.ndarray, fiducial: np.ndarray, p_waves: np.ndarray | None, blocked: np.ndarray | None, fs_hz: float, p: dict[str, Any], prov: dict[str, Any]) -> list[dict[str, Any]]:
-    """AV-block and non-conducted-PAC events from P-wave peaks (those overlapping AF/flutter/VF are dropped by the caller)."""
+def _conduction(samples: np.ndarray, conduction_beat_samples: np.ndarray | None, p_waves: np.ndarray | None, blocked: np.ndarray | None,
+                fs_hz: float, p: dict[str, Any], prov: dict[str, Any]) -> list[dict[str, Any]]:
+    """AV-block and non-conducted-PAC events from P-wave peaks (those overlapping AF/flutter/VF are dropped by the caller);
+    PR is measured to ``conduction_beat_samples`` (one per beat), else to the beat samples."""
+    fiducial = samples if conduction_beat_samples is None else np.asarray(conduction_beat_samples, dtype=np.int64)
+    if fiducial.size != samples.size:
+        raise ValueError(f"conduction_beat_samples has {fiducial.size} entries for {samples.size} beats")
     keys = DEFAULT_CONDUCTION_PARAMS.keys()
     found = conduction_events(fiducial, np.asarray(p_waves if p_waves is not None else [], dtype=np.int64), fs_hz,
                               blocked_pac=blocked, **{k: p[k] for k in keys})

@@ -235,3 +235,19 @@ def test_nan_beat_samples_are_rejected():
     for call in (lambda: detect_af(bad, FS), lambda: detect_events(bad, np.array(list("NNNN")), FS), lambda: hr_summary(bad, None, FS)):
         with pytest.raises(ValueError):
             call()
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"fs_hz": 0.0}, "fs_hz must be > 0"),
+        ({"beat_classes": np.array(list("NNN"))}, "beat_classes has 3 entries for 4 beats"),
+        ({"beat_samples": np.array([250, 500, 500, 750])}, "strictly increasing"),
+        ({"p_wave_samples": np.array([400]), "conduction_beat_samples": np.array([240, 490])}, "conduction_beat_samples has 2 entries for 4 beats"),
+    ],
+)
+def test_detect_events_names_the_inconsistent_input(change, message):
+    """A beat stream that does not hold together is refused with a ValueError that says what is wrong, before any work."""
+    inputs = {"beat_samples": np.array([250, 500, 750, 1000]), "beat_classes": np.array(list("NNNN")), "fs_hz": FS, "af": _no_af(4)}
+    with pytest.raises(ValueError, match=message):
+        detect_events(**{**inputs, **change})
