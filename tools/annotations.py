@@ -140,7 +140,29 @@ def read_reference_annotations(
         ann = wfdb.rdann(str(base), extension)
     except Exception as exc:
         raise AnnotationError(f"{ann_file}: unreadable annotation file ({str(exc).strip()[:160] or type(exc).__name__})") from None
-    ann_fs = float(ann.fs) if ann.fs else None
+    fs = _sampling_rate(ann_file, fs_hz, header_fs, float(ann.fs) if ann.fs else None)
+    samples = np.asarray(ann.sample, dtype=np.int64)
+    symbols = np.asarray(ann.symbol, dtype=object)
+    aux = list(ann.aux_note) if ann.aux_note is not None else [""] * samples.size
+    length = n_samples or header_len or (int(samples.max()) + 1 if samples.size else 0)
+    samples, symbols, aux = _within_record(ann_file, samples, symbols, aux, length)
+    is_beat = np.array([symbol in SYMBOL_TO_AAMI for symbol in symbols], dtype=bool)
+    beat_symbols = symbols[is_beat].astype(str) if is_beat.any() else np.array([], dtype=str)
+    return ReferenceAnnotations(
+        record=base.name,
+        extension=extension,
+        fs_hz=float(fs),
+        n_samples=int(length),
+        beat_samples=samples[is_beat],
+        beat_symbols=beat_symbols,
+        beat_classes=np.array([SYMBOL_TO_AAMI[s] for s in beat_symbols], dtype="<U1"),
+        rhythm_intervals=_rhythm_intervals(samples, aux, fs, length),
+        marks={m: samples[symbols == m] for m in MARK_SYMBOLS if np.any(symbols == m)},
+    )
+
+
+def _sampling_rate(ann_file: Path, fs_hz: float | None, header_fs: float | None, ann_fs: float | None) -> float:
+    """The rate the caller gives, else the header's, else the annotation file's (Hz); any two that disagree are an error."""
     fs = fs_hz or header_fs or ann_fs
     if not fs or fs <= 0:
         raise AnnotationError(f"{ann_file}: no sampling rate in the file or a header; pass fs_hz")
@@ -148,10 +170,12 @@ def read_reference_annotations(
         raise AnnotationError(f"{ann_file}: annotation sampling rate {ann_fs:g} Hz does not match the record's {header_fs:g} Hz")
     if fs_hz and header_fs and abs(fs_hz - header_fs) > 1e-6:
         raise AnnotationError(f"{ann_file}: fs_hz={fs_hz:g} contradicts the header's {header_fs:g} Hz")
-    samples = np.asarray(ann.sample, dtype=np.int64)
-    symbols = np.asarray(ann.symbol, dtype=object)
-    aux = list(ann.aux_note) if ann.aux_note is not None else [""] * samples.size
-    length = n_samples or header_len or (int(samples.max()) + 1 if samples.size else 0)
+    return float(fs)
+
+
+def _within_record(ann_file: Path, samples: np.ndarray, symbols: np.ndarray, aux: list[str],
+                   length: int) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """The annotations less a mark on the sample just past the end; an annotation outside the record is an error."""
     if samples.size and length and samples.max() == length:
         # some databases (CPSC 2021) mark the sample just past the end; such a mark holds no beat
         keep = samples < length
@@ -161,21 +185,7 @@ def read_reference_annotations(
             f"{ann_file}: annotations reach sample {int(samples.max())} but the record has {length} samples; "
             "the file does not match this record"
         )
-    is_beat = np.array([symbol in SYMBOL_TO_AAMI for symbol in symbols], dtype=bool)
-    beat_symbols = symbols[is_beat].astype(str) if is_beat.any() else np.array([], dtype=str)
-    beat_classes = np.array([SYMBOL_TO_AAMI[s] for s in beat_symbols], dtype="<U1")
-    intervals = _rhythm_intervals(samples, aux, fs, length)
-    return ReferenceAnnotations(
-        record=base.name,
-        extension=extension,
-        fs_hz=float(fs),
-        n_samples=int(length),
-        beat_samples=samples[is_beat],
-        beat_symbols=beat_symbols,
-        beat_classes=beat_classes,
-        rhythm_intervals=intervals,
-        marks={m: samples[symbols == m] for m in MARK_SYMBOLS if np.any(symbols == m)},
-    )
+    return samples, symbols, aux
 
 
 def _header_fs_and_length(base: Path) -> tuple[float | None, int | None]:
