@@ -184,17 +184,12 @@ def render_array(
     px_per_mm = int(px_per_mm)
     if px_per_mm < 2:
         raise EcgTraceError(f"px_per_mm must be an integer >= 2, got {px_per_mm}")
-    signal = np.asarray(window.signal_mv, dtype=np.float64)
-    if signal.ndim != 2 or signal.shape[0] < 2:
-        raise EcgTraceError("cannot draw a window with fewer than 2 samples")
-    n, n_leads = signal.shape
+    signal, rows = _signal_and_rows(window, row_layout)
+    n = signal.shape[0]
     fs = float(window.fs_hz)
     t0_s = window.sampfrom / fs
     dur_s = n / fs
     t1_s = t0_s + dur_s
-    rows = list(row_layout) if row_layout is not None else _row_heights_mm(signal)
-    if len(rows) != n_leads:
-        raise EcgTraceError(f"row_layout has {len(rows)} rows for {n_leads} leads")
     trace_mm = int(math.ceil(dur_s * MM_PER_S))
     width_mm = LEFT_MM + trace_mm + RIGHT_MM
     paper_mm = TOP_MM + sum(h for h, _ in rows)
@@ -215,13 +210,7 @@ def render_array(
         title = f"{', '.join(window.leads)}   {MM_PER_S:g} mm/s   {MM_PER_MV:g} mm/mV   fs {fs:g} Hz   window {t0_s:.3f}-{t1_s:.3f} s from the recording start"
     ax.text(LEFT_MM, TOP_MM / 2.0, title, fontsize=font, ha="left", va="center", color="black")
 
-    fig.canvas.draw()
-    rgba = np.asarray(fig.canvas.buffer_rgba())
-    if rgba.shape[:2] != (height_px, width_px):
-        raise EcgTraceError(f"internal: canvas is {rgba.shape[:2]}, expected {(height_px, width_px)}")
-    background = np.full((height_px, width_px, 3), 255, dtype=np.uint8)
-    background[:paper_px] = grid_image(paper_px, width_px, px_per_mm)
-    rgb = _composite(rgba, background)
+    rgb = _on_grid_paper(fig, height_px, width_px, paper_px, px_per_mm)
     layout = PaperLayout(
         width_px=width_px,
         height_px=height_px,
@@ -239,6 +228,28 @@ def render_array(
         params={"px_per_mm": px_per_mm, "fs_hz": fs, "leads": list(window.leads), "sampfrom": int(window.sampfrom), "n_samples": int(n)},
     )
     return rgb, layout
+
+
+def _signal_and_rows(window: SignalWindow, row_layout: Sequence[tuple[int, float]] | None) -> tuple[np.ndarray, list[tuple[int, float]]]:
+    """The window's signal (n, leads) float64 and one ``(height_mm, baseline_mm)`` row per lead (given or fitted)."""
+    signal = np.asarray(window.signal_mv, dtype=np.float64)
+    if signal.ndim != 2 or signal.shape[0] < 2:
+        raise EcgTraceError("cannot draw a window with fewer than 2 samples")
+    rows = list(row_layout) if row_layout is not None else _row_heights_mm(signal)
+    if len(rows) != signal.shape[1]:
+        raise EcgTraceError(f"row_layout has {len(rows)} rows for {signal.shape[1]} leads")
+    return signal, rows
+
+
+def _on_grid_paper(fig: Any, height_px: int, width_px: int, paper_px: int, px_per_mm: int) -> np.ndarray:
+    """The drawn (transparent) figure composited over the ECG grid: (height_px, width_px, 3) uint8."""
+    fig.canvas.draw()
+    rgba = np.asarray(fig.canvas.buffer_rgba())
+    if rgba.shape[:2] != (height_px, width_px):
+        raise EcgTraceError(f"internal: canvas is {rgba.shape[:2]}, expected {(height_px, width_px)}")
+    background = np.full((height_px, width_px, 3), 255, dtype=np.uint8)
+    background[:paper_px] = grid_image(paper_px, width_px, px_per_mm)
+    return _composite(rgba, background)
 
 
 def _transparent_figure(width_px: int, height_px: int, dpi: float, width_mm: float, height_mm: float) -> tuple[Any, Any]:
