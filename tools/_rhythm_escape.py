@@ -7,8 +7,9 @@ Rules (the synthetic holtercare schedule and MIT-BIH's ``j``/``E`` beats and
   median of the 8 RR intervals before it (it is late, not premature) and is
   either ventricular (class V, or symbol ``E``: ``ventricular_escape``) or
   junctional (symbol ``j``, or class N with no P wave when ``p_wave_present``
-  is given: ``junctional_escape``). Reference symbols ``j``/``E`` decide by
-  themselves. An isolated escape beat is an event; 3 or more in a row are a rhythm.
+  is given: ``junctional_escape``). After a premature (V, S, F) beat the RR
+  must also outlast the full compensatory pause by the same margin (``late_beats``).
+  Reference symbols ``j``/``E`` decide by themselves. An isolated escape beat is an event; 3 or more in a row are a rhythm.
 - **Junctional rhythm**: ``escape_rhythm_min_beats`` or more consecutive
   junctional beats (symbol ``j``, or N without P) at ``junctional_min_bpm``-``junctional_max_bpm``.
 - **Ventricular escape rhythm**: 3 or more consecutive V beats slower than
@@ -39,8 +40,13 @@ DEFAULT_ESCAPE_PARAMS: dict[str, Any] = {
 }
 
 
-def late_beats(samples: np.ndarray, ratio: float, normal: np.ndarray) -> np.ndarray:
-    """True where a beat ends an RR >= ``ratio`` x the median of the (up to) 8 N-to-N RR intervals before it."""
+def late_beats(samples: np.ndarray, ratio: float, normal: np.ndarray, ectopic: np.ndarray | None = None) -> np.ndarray:
+    """True where a beat ends an RR >= ``ratio`` x the median of the (up to) 8 N-to-N RR intervals before it.
+
+    A beat that follows an ``ectopic`` (premature) beat ends that beat's compensatory pause: the sinus beat is due a
+    full two cycles after the beat before the ectopic, so it is late only when it outlasts that by the same margin,
+    ``RR >= (1 + ratio) x median - coupling RR`` (the coupling RR: the one into the ectopic beat).
+    """
     from numpy.lib.stride_tricks import sliding_window_view
 
     n = samples.size
@@ -56,7 +62,15 @@ def late_beats(samples: np.ndarray, ratio: float, normal: np.ndarray) -> np.ndar
     med = np.nanmedian(sliding_window_view(padded, 8), axis=1)  # med[k]: median of NN intervals k-7 .. k
     last = np.searchsorted(nn_idx, np.arange(rr.size), side="left") - 1  # the last NN interval strictly before each RR
     ok = last >= 0
-    late[1:][ok] = rr[ok] >= ratio * med[last[ok]]
+    ref = np.full(rr.size, np.inf)
+    ref[ok] = med[last[ok]]
+    threshold = ratio * ref
+    if ectopic is not None:
+        coupling = np.concatenate([[0.0], rr[:-1]])  # the RR before RR j: the interval into beat j
+        after = np.asarray(ectopic, bool)[:-1].copy()  # RR j starts at beat j
+        after[0] = False
+        threshold = np.where(after, np.maximum(threshold, (1.0 + ratio) * ref - coupling), threshold)
+    late[1:] = rr >= threshold
     return late
 
 
@@ -65,7 +79,7 @@ def escape_flags(samples: np.ndarray, classes: np.ndarray, symbols: np.ndarray |
     if symbols is not None:
         sym = np.asarray(symbols).astype(str)
         return sym == "j", sym == "E"
-    late = late_beats(samples, p["escape_rr_ratio"], classes == "N")
+    late = late_beats(samples, p["escape_rr_ratio"], classes == "N", ectopic=np.isin(classes, ("V", "S", "F")))
     is_v = classes == "V"
     isolated = is_v & ~np.concatenate([[False], is_v[:-1]]) & ~np.concatenate([is_v[1:], [False]])
     ventricular = late & isolated
