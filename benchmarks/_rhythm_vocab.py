@@ -35,6 +35,8 @@ from typing import Any
 import numpy as np
 from rich.table import Table
 
+from ecgtrace.tools._rhythm_escape import DEFAULT_ESCAPE_PARAMS
+from ecgtrace.tools.af import _runs
 from ecgtrace.tools.annotations import read_reference_annotations
 from ecgtrace.tools.rhythm import detect_events, reference_event_inputs
 
@@ -43,6 +45,8 @@ BINS = ("point", "< 10 s", "10-60 s", ">= 60 s")
 VOCAB_KINDS = ("afl", "atrial_tachycardia", "vfl", "vf", "asystole", "junctional_escape", "ventricular_escape", "junctional_rhythm",
                "ventricular_escape_rhythm", "avb2_mobitz1", "avb2_mobitz2", "avb_2to1", "avb3", "s_couplet", "svt", "blocked_pac")
 #: Expert rhythm labels -> kinds that count as finding them.
+#: Escape beats in a row that make an escape rhythm (the detector's own setting).
+ESCAPE_RHYTHM_MIN_BEATS: int = DEFAULT_ESCAPE_PARAMS["escape_rhythm_min_beats"]
 LABEL_KINDS = {"NOD": ("junctional_rhythm",), "IVR": ("ivr", "ventricular_escape_rhythm"), "VFL": ("vfl", "vf"), "VF": ("vf", "vfl"),
                "VFIB": ("vf", "vfl"), "AFL": ("afl",), "ASYS": ("asystole",)}
 
@@ -157,21 +161,39 @@ def synthetic_section(hours: float, seed: int, detected: bool) -> list[Table]:
 
 
 def _expert_reference(ann: Any) -> list[dict[str, Any]]:
-    """Expert escape beats (``j``/``E``) as point episodes and labelled rhythm intervals as episodes."""
+    """Expert escape beats (``j``/``E``) as point episodes and labelled rhythm intervals as episodes.
+
+    Escape beats in a row of ``ESCAPE_RHYTHM_MIN_BEATS`` or more of the same symbol are an escape rhythm (rhythm.py's
+    convention), scored once in the NOD/IVR rows from the expert's notes, not again beat by beat.
+    """
     ms = ann.beat_samples * 1000.0 / ann.fs_hz
+    sym = np.asarray(ann.beat_symbols).astype(str)
+    in_rhythm = np.zeros(sym.size, bool)
+    for s in ("j", "E"):
+        for a, b in _runs(sym == s):
+            in_rhythm[a : b + 1] |= b - a + 1 >= ESCAPE_RHYTHM_MIN_BEATS
     out = [{"kind": "junctional_escape" if s == "j" else "ventricular_escape", "onset_ms": float(t), "offset_ms": float(t)}
-           for s, t in zip(ann.beat_symbols, ms) if s in ("j", "E")]
+           for s, t, r in zip(sym, ms, in_rhythm) if s in ("j", "E") and not r]
     out += [{"kind": iv["label"], "onset_ms": iv["onset_ms"], "offset_ms": iv["offset_ms"]} for iv in ann.rhythm_intervals if iv["label"] in LABEL_KINDS]
     return out
 
 
+def signal_p_wave_present(path: Path, beat_samples: np.ndarray, classified: Any) -> np.ndarray:
+    """Per beat: a P wave is present, by ``rhythm_signal.signal_event_inputs`` (the pipeline's P evidence)."""
+    from ecgtrace.tools.rhythm_signal import signal_event_inputs
+
+    inputs = signal_event_inputs(path, beat_samples, classified.classes, p_wave_present=classified.features["p_wave_present"])
+    return np.asarray(inputs["kwargs"]["p_wave_present"], bool)
+
+
 def mitdb_section(data: Path, records: tuple[str, ...]) -> Table:
-    """Escape beats and rhythms from reference beats and classes without symbols, P presence from the signal."""
+    """Escape beats and rhythms from reference beats and classes without symbols, P presence from the signal
+    (the classifier's and the P-wave detector's, combined as in ``tools.annotate``)."""
     from ecgtrace.tools._rhythm_waves import ventricular_wave_spans
     from ecgtrace.tools.classify import classify_beats
 
     total: dict[str, dict[str, list[int]]] = {}
-    kinds = {"junctional_escape": ("junctional_escape", "junctional_rhythm"), "ventricular_escape": ("ventricular_escape", "ventricular_escape_rhythm", "ivr"),
+    kinds = {"junctional_escape": ("junctional_escape",), "ventricular_escape": ("ventricular_escape",),
              **{k: v for k, v in LABEL_KINDS.items() if k in ("NOD", "IVR", "VFL", "AFL")}}
     for rec in records:
         path = data / "mitdb" / rec
@@ -179,9 +201,11 @@ def mitdb_section(data: Path, records: tuple[str, ...]) -> Table:
             continue
         ann = read_reference_annotations(path)
         bc = classify_beats(path, ann.beat_samples, ann.fs_hz)
+        # P evidence as annotate combines it: a beat lacks a P only when the classifier and the P-wave detector agree
+        present = signal_p_wave_present(path, ann.beat_samples, bc)
         gaps = np.flatnonzero(np.diff(ann.beat_samples) > 2.0 * ann.fs_hz)  # no QRS for > 2 s: where VF/VFL can hide
         waves = ventricular_wave_spans(path, [(int(ann.beat_samples[i]) + int(0.3 * ann.fs_hz), int(ann.beat_samples[i + 1]) - int(0.1 * ann.fs_hz)) for i in gaps])
-        events = detect_events(ann.beat_samples, ann.beat_classes, ann.fs_hz, beat_source="reference", p_wave_present=bc.features["p_wave_present"], rhythm_spans=waves)
+        events = detect_events(ann.beat_samples, ann.beat_classes, ann.fs_hz, beat_source="reference", p_wave_present=present, rhythm_spans=waves)
         for kind, rows in episode_scores(_expert_reference(ann), events, kinds).items():
             acc = total.setdefault(kind, {b: [0, 0, 0, 0] for b in BINS})
             for b in BINS:
