@@ -215,7 +215,9 @@ def mitdb_section(data: Path, records: tuple[str, ...]) -> Table:
 
 #: VFDB's expert labels scored here, and the detected kinds that count as finding each (NOISE: the beat detector's
 #: artifact spans, which also cover VT and VF it finds no QRS in; scored to show what a ``noise`` event means).
-VFDB_KINDS = {**{k: v for k, v in LABEL_KINDS.items() if k in ("VF", "VFIB", "VFL", "ASYS")}, "NOISE": ("noise",), "VF|VFIB|VFL": ("vf", "vfl")}
+#: VT is scored too: a VT the wave detector drops is only found where the beat detector and the classifier make it a V run.
+VFDB_KINDS = {**{k: v for k, v in LABEL_KINDS.items() if k in ("VF", "VFIB", "VFL", "ASYS")}, "VT": ("vt",), "NOISE": ("noise",),
+              "VF|VFIB|VFL": ("vf", "vfl")}
 
 
 def overlap_seconds(reference: list[dict[str, Any]], events: list[dict[str, Any]]) -> tuple[float, float, float]:
@@ -266,7 +268,7 @@ def vfdb_section(data: Path) -> list[Table]:
         if status in {vfdb_status(r) for r in names}:
             per_record.add_row(f"all {status}", status, *_vf_cells(halves[status]["VF|VFIB|VFL"], tuple(seconds[status])), style="bold")
     return [per_record, *(score_table(f"VFDB {status} half ({len([r for r in names if vfdb_status(r) == status])} records): "
-                                      "expert VF/VFIB/VFL/ASYS/NOISE intervals vs events from the signal", halves[status]) for status in ("tuned", "untuned") if halves[status])]
+                                      "expert VF/VFIB/VFL/ASYS/VT/NOISE intervals vs events from the signal", halves[status]) for status in ("tuned", "untuned") if halves[status])]
 
 
 def _vf_cells(rows: dict[str, list[int]], secs: tuple[float, float, float]) -> list[str]:
