@@ -160,8 +160,8 @@ def synthetic_section(hours: float, seed: int, detected: bool) -> list[Table]:
     return tables
 
 
-def _expert_reference(ann: Any) -> list[dict[str, Any]]:
-    """Expert escape beats (``j``/``E``) as point episodes and labelled rhythm intervals as episodes.
+def escape_points(ann: Any) -> list[dict[str, Any]]:
+    """Expert escape beats (``j``/``E``) as point episodes.
 
     Escape beats in a row of ``ESCAPE_RHYTHM_MIN_BEATS`` or more of the same symbol are an escape rhythm (rhythm.py's
     convention), scored once in the NOD/IVR rows from the expert's notes, not again beat by beat.
@@ -172,8 +172,13 @@ def _expert_reference(ann: Any) -> list[dict[str, Any]]:
     for s in ("j", "E"):
         for a, b in _runs(sym == s):
             in_rhythm[a : b + 1] |= b - a + 1 >= ESCAPE_RHYTHM_MIN_BEATS
-    out = [{"kind": "junctional_escape" if s == "j" else "ventricular_escape", "onset_ms": float(t), "offset_ms": float(t)}
-           for s, t, r in zip(sym, ms, in_rhythm) if s in ("j", "E") and not r]
+    return [{"kind": "junctional_escape" if s == "j" else "ventricular_escape", "onset_ms": float(t), "offset_ms": float(t)}
+            for s, t, r in zip(sym, ms, in_rhythm) if s in ("j", "E") and not r]
+
+
+def _expert_reference(ann: Any) -> list[dict[str, Any]]:
+    """Expert escape beats as point episodes (:func:`escape_points`) and labelled rhythm intervals as episodes."""
+    out = escape_points(ann)
     out += [{"kind": iv["label"], "onset_ms": iv["onset_ms"], "offset_ms": iv["offset_ms"]} for iv in ann.rhythm_intervals if iv["label"] in LABEL_KINDS]
     return out
 
@@ -280,8 +285,8 @@ def _vf_cells(rows: dict[str, list[int]], secs: tuple[float, float, float]) -> l
 #: Expert labels scored against events from the signal alone; a kind with no expert episode in a record still
 #: counts its events against +P (MIT-BIH and CPSC label no AV block in these records: every such event is false).
 SIGNAL_KINDS = {"blocked_pac": ("blocked_pac",), "BII": ("avb2_mobitz1", "avb2_mobitz2", "avb_2to1"), "BIII": ("avb3",),
-                "NOD": ("junctional_rhythm",), "VFL": ("vfl", "vf"), "AFL": ("afl",), "junctional_escape": ("junctional_escape", "junctional_rhythm"),
-                "ventricular_escape": ("ventricular_escape", "ventricular_escape_rhythm", "ivr")}
+                "NOD": ("junctional_rhythm",), "VFL": ("vfl", "vf"), "AFL": ("afl",), "junctional_escape": ("junctional_escape",),
+                "ventricular_escape": ("ventricular_escape",), "IVR": ("ivr", "ventricular_escape_rhythm")}
 
 
 def _signal_reference(ann: Any) -> list[dict[str, Any]]:
@@ -289,13 +294,11 @@ def _signal_reference(ann: Any) -> list[dict[str, Any]]:
     out = [{"kind": iv["label"], "onset_ms": iv["onset_ms"], "offset_ms": iv["offset_ms"]} for iv in ann.rhythm_intervals if iv["label"] in SIGNAL_KINDS]
     x = (getattr(ann, "marks", {}) or {}).get("x")
     out += [{"kind": "blocked_pac", "onset_ms": float(t * ms), "offset_ms": float(t * ms)} for t in (x if x is not None else [])]
-    out += [{"kind": "junctional_escape" if s == "j" else "ventricular_escape", "onset_ms": float(t * ms), "offset_ms": float(t * ms)}
-            for s, t in zip(ann.beat_symbols, ann.beat_samples) if s in ("j", "E")]
-    return out
+    return out + escape_points(ann)
 
 
 def signal_section(paths: list[Path], title: str) -> Table:
-    """Expert labels (``x`` as blocked_pac, BII, BIII, NOD, VFL, AFL, ``j``/``E`` as escape beats) against events from the signal alone (detected beats, P waves, waves)."""
+    """Expert labels (``x`` as blocked_pac, BII, BIII, NOD, IVR, VFL, AFL, isolated ``j``/``E`` as escape beats) against events from the signal alone (detected beats, P waves, waves)."""
     from ecgtrace.tools.annotations import read_reference_annotations as read
 
     total: dict[str, dict[str, list[int]]] = {}
