@@ -44,9 +44,9 @@ POINT_TOL_MS = 150.0
 BINS = ("point", "< 10 s", "10-60 s", ">= 60 s")
 VOCAB_KINDS = ("afl", "atrial_tachycardia", "vfl", "vf", "asystole", "junctional_escape", "ventricular_escape", "junctional_rhythm",
                "ventricular_escape_rhythm", "avb2_mobitz1", "avb2_mobitz2", "avb_2to1", "avb3", "s_couplet", "svt", "blocked_pac")
-#: Expert rhythm labels -> kinds that count as finding them.
 #: Escape beats in a row that make an escape rhythm (the detector's own setting).
 ESCAPE_RHYTHM_MIN_BEATS: int = DEFAULT_ESCAPE_PARAMS["escape_rhythm_min_beats"]
+#: Expert rhythm labels -> kinds that count as finding them.
 LABEL_KINDS = {"NOD": ("junctional_rhythm",), "IVR": ("ivr", "ventricular_escape_rhythm"), "VFL": ("vfl", "vf"), "VF": ("vf", "vfl"),
                "VFIB": ("vf", "vfl"), "AFL": ("afl",), "ASYS": ("asystole",)}
 

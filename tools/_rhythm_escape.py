@@ -68,7 +68,7 @@ def late_beats(samples: np.ndarray, ratio: float, normal: np.ndarray, ectopic: n
     if ectopic is not None:
         coupling = np.concatenate([[0.0], rr[:-1]])  # the RR before RR j: the interval into beat j
         after = np.asarray(ectopic, bool)[:-1].copy()  # RR j starts at beat j
-        after[0] = False
+        after[0] = False  # the first beat's coupling RR is not in the stream: the plain rule decides
         threshold = np.where(after, np.maximum(threshold, (1.0 + ratio) * ref - coupling), threshold)
     late[1:] = rr >= threshold
     return late
