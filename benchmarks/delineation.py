@@ -9,9 +9,11 @@ References (in ``../shared/data``):
 * LUDB per-lead files ``data/<n>.<lead>`` (records 1-120 here, 12 leads, 10 s).
 
 All delineators get the same window and the same R peaks (the project's beat
-detector, ``ecgtrace.tools.measure.detect_window_beats``): ecgtrace ("ours"),
-ecgtrace without its beat-to-beat template projection ("before", see
-``ecgtrace.tools._delineate_consistency``) and neurokit2 ``dwt``. For each reference
+detector, ``ecgtrace.tools.measure.detect_window_beats``): ecgtrace ("ours": the
+wave net's boundaries where it sees the wave, ``delineate(method="wavenet")``),
+ecgtrace's rules alone ("rules", ``method="rules"``, the delineator before the
+wave net) and neurokit2 ``dwt``. The wave net (``benchmarks/train_wave_net.py``)
+and the rules' constants were set on the tuning half only. For each reference
 mark the nearest mark of the same type within
 ``--tol-ms`` (default 150 ms) counts as found; we print the mean and SD of
 (detected - reference) in ms and how many reference marks were found (count and share:
@@ -48,8 +50,8 @@ POINTS = ("p_on", "p_off", "qrs_on", "qrs_off", "t_off")
 LABELS = {"p_on": "P on", "p_off": "P off", "qrs_on": "QRS on", "qrs_off": "QRS off", "t_off": "T off"}
 CSE_SD_MS = {"p_on": 10.2, "p_off": 12.7, "qrs_on": 6.5, "qrs_off": 11.6, "t_off": 30.6}
 NK_KEYS = {"p_on": "ECG_P_Onsets", "p_off": "ECG_P_Offsets", "qrs_on": "ECG_R_Onsets", "qrs_off": "ECG_R_Offsets", "t_off": "ECG_T_Offsets"}
-SHORT = {"ecgtrace": "ours", "ecgtrace no template": "before", "neurokit2 dwt": "nk dwt"}
-DELINEATORS = ("ecgtrace", "ecgtrace no template", "neurokit2 dwt")
+SHORT = {"ecgtrace": "ours", "ecgtrace rules": "rules", "neurokit2 dwt": "nk dwt"}
+DELINEATORS = ("ecgtrace", "ecgtrace rules", "neurokit2 dwt")
 LUDB_LEADS = ("i", "ii", "iii", "avr", "avl", "avf", "v1", "v2", "v3", "v4", "v5", "v6")
 
 
@@ -78,19 +80,19 @@ def reference_marks(base: Path, extension: str) -> dict[str, np.ndarray]:
     return {k: np.asarray(v, dtype=np.int64) for k, v in marks.items()}
 
 
-def ours(window, beats, beat_template: bool = True) -> list[dict[str, np.ndarray]]:
-    result = delineate(window, beats, beat_template=beat_template)
+def ours(window, beats, method: str = "wavenet") -> list[dict[str, np.ndarray]]:
+    result = delineate(window, beats, method=method)
     return [{k: f.points[k][f.points[k] >= 0] for k in POINTS} for f in result.per_lead.values()]
 
 
-def ours_before(window, beats) -> list[dict[str, np.ndarray]]:
-    """The delineator without the beat-to-beat template projection (the state before it), for the same-run comparison."""
-    return ours(window, beats, beat_template=False)
+def ours_rules(window, beats) -> list[dict[str, np.ndarray]]:
+    """The delineator's rules alone (its state before the wave net), for the same-run comparison."""
+    return ours(window, beats, method="rules")
 
 
 def delineators() -> tuple[tuple[str, object], ...]:
     """(name, function) of every delineator compared in one run (looked up at call time: ``--no-nk`` swaps neurokit2 out)."""
-    return (("ecgtrace", ours), ("ecgtrace no template", ours_before), ("neurokit2 dwt", neurokit_dwt))
+    return (("ecgtrace", ours), ("ecgtrace rules", ours_rules), ("neurokit2 dwt", neurokit_dwt))
 
 
 def neurokit_dwt(window, beats) -> list[dict[str, np.ndarray]]:

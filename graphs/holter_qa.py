@@ -215,6 +215,7 @@ def build_versions(options: BuildOptions) -> dict[str, Any]:
                                 "templates": {t.id: t.version for t in templates_for(options).values()}}
     for name, attr in (("rhythm", "RHYTHM_VERSION"), ("hr", "HR_VERSION"), ("render", "RENDER_VERSION")):
         versions[name] = getattr(importlib.import_module(f"ecgtrace.tools.{name}"), attr, "?")
+    versions["measure"] = importlib.import_module("ecgtrace.tools.measure").measure_identity()  # evidence reads morphology from measure_window
     versions["options"] = {k: v for k, v in options.items() if k not in NOT_SHAPING_OPTIONS}
     return versions
 

@@ -38,6 +38,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from ecgtrace.tools._delineate_consistency import median_beat_qrs
+from ecgtrace.tools._delineate_net import net_beat_marks
 from ecgtrace.tools._delineate_filters import bridge_nan, bridge_qrs, lowpass, preprocess
 
 POINTS = ("p_on", "p_peak", "p_off", "qrs_on", "r_peak", "qrs_off", "t_on", "t_peak", "t_off")
@@ -84,6 +85,11 @@ class DelineationParams:
     p_drop: float = 0.3  # the signal must fall back by this share of the P height on both sides
     p_snr: float = 2.0  # P amplitude against the local high-frequency noise (SD)
     qrs_median_beat: bool = True  # QRS on/off of dominant beats from the lead's median beat (_delineate_consistency.median_beat_qrs)
+    # Which boundaries come from the wave net (_delineate_net) where it sees the wave, when the caller gives its probabilities;
+    # the rules above still find the beat's waves, P presence, peaks and amplitudes, and every boundary the net misses.
+    net_qrs: bool = True  # QRS on/off (then the median-beat offset above is not used: it corrects the rules' offset)
+    net_p: bool = True  # P on/off (and peak) of a beat the rules give a P wave (the rules decide whether it has one)
+    net_t: bool = True  # T off
 
     def to_json(self) -> dict[str, float | bool]:
         return {k: (v if isinstance(v, bool) else float(v)) for k, v in asdict(self).items()}
@@ -175,11 +181,24 @@ def _empty_result(nb: int) -> dict[str, np.ndarray]:
     out.update({k: np.full(nb, np.nan) for k in AMPLITUDES})
     out["p_present"] = np.zeros(nb, dtype=bool)
     out["p_quiet_ratio"] = np.full(nb, np.nan)
+    out["p_on_rule"] = np.full(nb, -1, dtype=np.int64)  # the rules' P onset, before the net's: the P-wave decisions read it
     return out
 
 
-def _qrs_pass(xf: np.ndarray, d: np.ndarray, db: np.ndarray, beats: np.ndarray, fs_hz: float, p: DelineationParams, out: dict[str, np.ndarray]) -> None:
-    """QRS onset, main peak and offset of every beat, with the PR level, R/S amplitudes and ST at J+60 ms."""
+def _net_pair(net: dict[str, np.ndarray] | None, on_key: str, off_key: str, i: int) -> tuple[int, int] | None:
+    """Beat ``i``'s net boundaries rounded to samples; None where the net has no such wave for it."""
+    if net is None or not (np.isfinite(net[on_key][i]) and np.isfinite(net[off_key][i])):
+        return None
+    return int(round(float(net[on_key][i]))), int(round(float(net[off_key][i])))
+
+
+def _qrs_pass(xf: np.ndarray, d: np.ndarray, db: np.ndarray, beats: np.ndarray, fs_hz: float, p: DelineationParams, out: dict[str, np.ndarray],
+              net: dict[str, np.ndarray] | None = None) -> None:
+    """QRS onset, main peak and offset of every beat, with the PR level, R/S amplitudes and ST at J+60 ms.
+
+    ``net``: the wave net's per-beat marks (:func:`~ecgtrace.tools._delineate_net.net_beat_marks`); with
+    ``p.net_qrs`` its QRS boundaries replace the slope rule's wherever it has them.
+    """
     n = xf.size
     ms = fs_hz / 1000.0
     rr = np.diff(beats)
@@ -194,6 +213,9 @@ def _qrs_pass(xf: np.ndarray, d: np.ndarray, db: np.ndarray, beats: np.ndarray, 
         a, b = max(r - w, 0), min(r + w + 1, n)
         main = a + int(np.argmax(np.abs(xf[a:b])))
         on, off = _qrs_bounds(d, main, lo_q, hi_q, fs_hz, p, db)
+        learned = _net_pair(net, "qrs_on", "qrs_off", i) if p.net_qrs else None
+        if learned is not None:
+            on, off = learned
         if on < 0:
             continue
         out["qrs_on"][i], out["qrs_off"][i], out["r_peak"][i] = on, off, main
@@ -291,8 +313,9 @@ def p_candidate(z: np.ndarray, hf_noise: np.ndarray, p_lo: int, p_hi: int, limit
     return {"peak": pp, "on": p_on, "off": p_off, "amp": amp, "present": bool(present)}
 
 
-def _pt_pass(xs: np.ndarray, hf_noise: np.ndarray, beats: np.ndarray, fs_hz: float, p: DelineationParams, out: dict[str, np.ndarray]) -> None:
-    """T and P waves of every beat whose QRS was found."""
+def _pt_pass(xs: np.ndarray, hf_noise: np.ndarray, beats: np.ndarray, fs_hz: float, p: DelineationParams, out: dict[str, np.ndarray],
+             net: dict[str, np.ndarray] | None = None) -> None:
+    """T and P waves of every beat whose QRS was found (``net``: see :func:`_qrs_pass`; ``p.net_t``, ``p.net_p``)."""
     rr = np.diff(beats)
     med_rr = float(np.median(rr)) if rr.size else fs_hz
     for i in range(beats.size):
@@ -304,6 +327,9 @@ def _pt_pass(xs: np.ndarray, hf_noise: np.ndarray, beats: np.ndarray, fs_hz: flo
         t = _t_wave(z, on, off, next_r, rr_prev, fs_hz, p)
         if t is not None:
             out["t_on"][i], out["t_peak"][i], out["t_off"][i], out["t_amp_mv"][i] = t
+            learned = _net_pair(net, "t_on", "t_off", i) if p.net_t else None
+            if learned is not None and learned[1] > t[1]:  # the net's T end, where it ends the T wave the rules found
+                out["t_off"][i] = learned[1]
         prev_t_peak = int(out["t_peak"][i - 1]) if i > 0 else -1
         prev_t_off = int(out["t_off"][i - 1]) if i > 0 else -1
         p_lo, p_hi = _p_bounds(z, on, prev_r, prev_t_peak, prev_t_off, fs_hz, p)
@@ -319,14 +345,27 @@ def _pt_pass(xs: np.ndarray, hf_noise: np.ndarray, beats: np.ndarray, fs_hz: flo
         if cand["present"]:
             out["p_peak"][i], out["p_on"][i], out["p_off"][i] = int(cand["peak"]), int(cand["on"]), int(cand["off"])
             out["p_present"][i] = True
+            out["p_on_rule"][i] = int(cand["on"])
+            learned = _net_pair(net, "p_on", "p_off", i) if p.net_p else None
+            if learned is not None and learned[1] < on:
+                # the net's P wave before this QRS; where the rules' peak lies outside it, they took another deflection for it
+                out["p_on"][i], out["p_off"][i] = learned
+                if not learned[0] <= cand["peak"] <= learned[1]:
+                    peak = learned[0] + int(np.argmax(np.abs(z[learned[0] : learned[1] + 1])))
+                    out["p_peak"][i], out["p_amp_mv"][i] = peak, float(z[peak])
 
 
 #: Keys of :func:`delineate_lead`'s result that hold the lead's filtered signals (not per-beat values).
 SIGNAL_KEYS = ("xf", "xs", "xl")
 
 
-def delineate_lead(x_mv: np.ndarray, fs_hz: float, beats: np.ndarray, params: DelineationParams | None = None) -> dict[str, np.ndarray]:
+def delineate_lead(x_mv: np.ndarray, fs_hz: float, beats: np.ndarray, params: DelineationParams | None = None,
+                   wave_prob: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """Fiducial points (local sample indices, -1 when missing) and amplitudes (mV) per beat.
+
+    ``wave_prob``: the wave net's class probabilities of this lead, ``(n, 4)`` on the same
+    samples (:func:`~ecgtrace.tools._wave_net.wave_probabilities`); None delineates by
+    the rules alone.
 
     Also returns (:data:`SIGNAL_KEYS`) the lead's 40 Hz signal ``xf``, its
     bridged P/T signal ``xs`` and ``xl``, the 40 Hz signal with its baseline
@@ -340,11 +379,12 @@ def delineate_lead(x_mv: np.ndarray, fs_hz: float, beats: np.ndarray, params: De
         return out
     y, xf, _, d = preprocess(x_mv, fs_hz)
     db = d if p.qrs_bound_hz >= 40.0 else np.gradient(lowpass(y, p.qrs_bound_hz, fs_hz)) * fs_hz
-    _qrs_pass(xf, d, db, beats, fs_hz, p, out)
+    net = net_beat_marks(wave_prob, beats, fs_hz) if wave_prob is not None else None
+    _qrs_pass(xf, d, db, beats, fs_hz, p, out, net)
     xs, hf_noise = bridge_qrs(y, out["qrs_on"], out["qrs_off"], fs_hz, p.pt_lowpass_hz)
-    _pt_pass(xs, hf_noise, beats, fs_hz, p, out)
+    _pt_pass(xs, hf_noise, beats, fs_hz, p, out, net)
     out["xf"], out["xs"] = xf, xs
-    if p.qrs_median_beat:
+    if p.qrs_median_beat and not (net is not None and p.net_qrs):
         median_beat_qrs(out, fs_hz, lambda dt, main, lo, hi: _qrs_bounds(dt, main, lo, hi, fs_hz, p, None))
     out["xl"] = lowpass(bridge_nan(x_mv), 40.0, fs_hz)
     return out

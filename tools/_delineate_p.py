@@ -36,7 +36,9 @@ def p_wave_rule(out: dict[str, np.ndarray], fs_hz: float, p: DelineationParams |
     narrow = has_qrs & (width <= limit)
     found = out["p_present"] & narrow
     share = float(found.sum() / max(int(narrow.sum()), 1))
-    pr = (out["qrs_on"][found] - out["p_on"][found]) * ms
+    # the rules' own P onsets: the wave net places a P wave where P waves usually sit, so its onsets would give f waves a steady PR
+    p_on = out.get("p_on_rule", out["p_on"])
+    pr = (out["qrs_on"][found] - p_on[found]) * ms
     iqr = float(np.subtract(*np.percentile(pr, [75, 25]))) if pr.size >= 2 else None
     quiet = out["p_quiet_ratio"][found]
     quiet = quiet[np.isfinite(quiet)]

@@ -45,15 +45,20 @@ from ecgtrace.tools._delineate_p import clear_p_marks, p_wave_rule
 from ecgtrace.tools._delineate_measures import LeadMeasurements, WindowMeasurements, measure_delineation
 from ecgtrace.tools._delineate_waves import global_j_point, lead_morphology, pathological_q
 from ecgtrace.tools._delineation import INTERNAL_FS_HZ, Delineation, LeadFiducials, marks_to_record, to_internal
+from ecgtrace.tools._wave_net import WaveNet, load_wave_net, wave_probabilities
+from ecgtrace.tools.clipping import clipped_leads
 from ecgtrace.tools.records import SignalWindow
 
+# 7: QRS on/off, P on/off and T off from the wave net (tools._wave_net) where it sees the wave (benchmarks/delineation.py);
 # 6: a terminal S counts for monophasic_r only as far as the signal comes back up from it by the J point (LBBB's
 #    discordant ST is no S wave; benchmarks/audit_items.py LBBB positives tuned 1/5 -> 2/5, untuned 1/4 -> 2/4,
 #    negatives and RBBB unchanged);
 # 5: P waves kept when 2 of 12 leads show them (was 3); 4: QRS offset from the median beat;
 # 3: beat-to-beat template projection of P on/off and T off (_delineate_consistency)
-MEASURE_VERSION = "6"
+MEASURE_VERSION = "7"
 CROSS_LEAD_MIN_LEADS = 3
+#: ``delineate(method=...)``: the learned segmenter's boundaries where it sees the wave, or the rules alone.
+DELINEATION_METHODS = ("wavenet", "rules")
 #: P waves belong to the window's rhythm when at least this share of the leads shows them (2 of 12). A quarter (3 of 12)
 #: removed them from sinus tachycardia with P on T, where V1 and V4 still showed them at a steady PR (CinC JS20006).
 #: benchmarks/audit_items.py, tuned records: PAC positives 5/11 -> 6/11, AF and third-degree AV block negatives +1 each;
@@ -134,21 +139,21 @@ def _beats_for(window: SignalWindow, beat_samples: np.ndarray | None) -> tuple[n
 # --------------------------------------------------------------------------- delineation
 
 
-def _cross_lead_correction(results: list[dict[str, np.ndarray]], fs_hz: float) -> int:
-    """Move a lead's boundary that strays from the median of all leads back to that median.
+def _cross_lead_correction(results: list[dict[str, np.ndarray]], fs_hz: float, voting: list[int]) -> int:
+    """Move a lead's boundary that strays from the median of the voting leads back to that median.
 
     Per beat and boundary type, a mark farther than ``CROSS_LEAD_LIMIT_MS`` from
-    the median over the leads that have it is replaced by the median (leads
+    the median over the ``voting`` leads that have it is replaced by the median (leads
     keep their own marks otherwise). Returns how many marks moved.
     """
     moved = 0
     for name, limit_ms in CROSS_LEAD_LIMIT_MS.items():
         marks = np.stack([r[name] for r in results]).astype(np.float64)
         marks[marks < 0] = np.nan
-        have = np.isfinite(marks).sum(axis=0)
+        have = np.isfinite(marks[voting]).sum(axis=0)
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            med = np.nanmedian(marks, axis=0)
+            med = np.nanmedian(marks[voting], axis=0)
         limit = limit_ms * fs_hz / 1000.0
         stray = np.isfinite(marks) & (np.abs(marks - med[None, :]) > limit) & (have[None, :] >= CROSS_LEAD_MIN_LEADS)
         for j, r in enumerate(results):
@@ -158,18 +163,19 @@ def _cross_lead_correction(results: list[dict[str, np.ndarray]], fs_hz: float) -
     return moved
 
 
-def _p_rule_all_leads(results: list[dict[str, np.ndarray]], fs_hz: float, p: DelineationParams) -> list[dict[str, Any]]:
+def _p_rule_all_leads(results: list[dict[str, np.ndarray]], fs_hz: float, p: DelineationParams, voting: list[int] | None = None) -> list[dict[str, Any]]:
     """Lead-level P decisions, then the window rule: P waves belong to the rhythm.
 
-    They are kept in every lead when at least :data:`P_LEAD_SHARE` of the leads
-    (at least one) show them clearly, and removed everywhere otherwise (AF).
+    They are kept in every lead when at least :data:`P_LEAD_SHARE` of the ``voting``
+    leads (default all; at least one) show them clearly, and removed everywhere otherwise (AF).
     """
     p_waves = [p_wave_rule(res, fs_hz, p) for res in results]
     for res in results:  # kept for the atrial analysis (P waves at a wandering PR are still P waves)
         for name in ("p_on", "p_peak", "p_off"):
             res[f"{name}_found"] = res[name].copy()
-    votes = sum(bool(pw["present"]) for pw in p_waves)
-    window_p = votes >= max(1, math.ceil(P_LEAD_SHARE * len(p_waves)))
+    voting = list(range(len(results))) if voting is None else voting
+    votes = sum(bool(p_waves[j]["present"]) for j in voting)
+    window_p = votes >= max(1, math.ceil(P_LEAD_SHARE * len(voting)))
     for res, pw in zip(results, p_waves):
         pw["window_present"] = bool(window_p)
         if not window_p:
@@ -189,6 +195,31 @@ def _lead_result(lead: str, res: dict[str, np.ndarray], p_wave: dict[str, Any], 
     return LeadFiducials(lead=lead, points=points, amplitudes_mv=amplitudes, p_present=res["p_present"], p_wave=p_wave, times_ms=times, morphology=morph)
 
 
+def _checked_signal(window: SignalWindow, method: str) -> np.ndarray:
+    """The window's (n_samples, leads) signal, or an EcgTraceError naming what is wrong with the request."""
+    if method not in DELINEATION_METHODS:
+        raise EcgTraceError(f"unknown delineation method {method!r}; use one of {', '.join(DELINEATION_METHODS)}")
+    if window.fs_hz <= 0:
+        raise EcgTraceError(f"fs_hz must be > 0, got {window.fs_hz}")
+    signal = np.asarray(window.signal_mv)
+    if signal.ndim != 2 or signal.shape[1] != len(window.leads):
+        raise EcgTraceError(f"window signal must be (n_samples, {len(window.leads)} leads), got {signal.shape}")
+    return signal
+
+
+def _delineate_leads(x_int: np.ndarray, fs_int: float, local: np.ndarray, p: DelineationParams, net: WaveNet | None) -> list[dict[str, Any]]:
+    """Every lead's rule-based marks, steered by the wave net's probabilities where ``net`` is given."""
+    prob = wave_probabilities(x_int, fs_int, net) if net is not None else None
+    return [delineate_lead(x_int[:, j], fs_int, local, p, None if prob is None else prob[:, j, :]) for j in range(x_int.shape[1])]
+
+
+def _drop_working_keys(results: list[dict[str, Any]]) -> None:
+    """Remove the per-lead intermediates (signals, search flags) that are not part of a Delineation."""
+    for res in results:
+        for key in SIGNAL_KEYS + ("p_on_found", "p_peak_found", "p_off_found"):
+            res.pop(key, None)
+
+
 def delineate(
     window: SignalWindow,
     beat_samples: np.ndarray | None = None,
@@ -197,6 +228,7 @@ def delineate(
     cross_lead: bool = True,
     consistency: ConsistencyParams | None = None,
     beat_template: bool = True,
+    method: str = "wavenet",
 ) -> Delineation:
     """Delineate every lead of ``window`` around the beats.
 
@@ -214,28 +246,29 @@ def delineate(
             from the median of the leads back to it (see ``CROSS_LEAD_LIMIT_MS``).
         consistency: constants of the beat-to-beat template projection
             (:mod:`ecgtrace.tools._delineate_consistency`); ``beat_template=False`` turns it off.
+        method: ``"wavenet"`` (default): the boundaries ``params`` names (``net_qrs``, ``net_p``,
+            ``net_t``) come from the learned wave segmenter (:mod:`ecgtrace.tools._wave_net`)
+            wherever it sees the wave, the rest from the rules; ``"rules"``: the rules alone.
     """
-    if window.fs_hz <= 0:
-        raise EcgTraceError(f"fs_hz must be > 0, got {window.fs_hz}")
-    signal = np.asarray(window.signal_mv)
-    if signal.ndim != 2 or signal.shape[1] != len(window.leads):
-        raise EcgTraceError(f"window signal must be (n_samples, {len(window.leads)} leads), got {signal.shape}")
+    signal = _checked_signal(window, method)
     beats, source = _beats_for(window, beat_samples)
     p = params or DelineationParams()
     x_int, fs_int = to_internal(signal, window.fs_hz)
     local = np.round((beats - window.sampfrom) * fs_int / window.fs_hz).astype(np.int64)
     local = np.clip(local, 0, max(x_int.shape[0] - 1, 0))
-    results = [delineate_lead(x_int[:, j], fs_int, local, p) for j in range(len(window.leads))]
-    p_waves = _p_rule_all_leads(results, fs_int, p)
+    net = load_wave_net() if method == "wavenet" else None
+    results = _delineate_leads(x_int, fs_int, local, p, net)
+    # a clipped lead (tools.clipping) is delineated but has no say in the window's rules: its cut waves are not the heart's
+    clipped = clipped_leads(signal, window.fs_hz, window.leads)
+    voting = [j for j, lead in enumerate(window.leads) if lead not in clipped] or list(range(len(window.leads)))
+    p_waves = _p_rule_all_leads(results, fs_int, p, voting)
     cp = consistency or ConsistencyParams()
     projected = sum(beat_consistency(res, local, fs_int, cp) for res in results) if beat_template else 0
-    corrected = _cross_lead_correction(results, fs_int) if cross_lead and len(results) >= CROSS_LEAD_MIN_LEADS else 0
-    j_point = global_j_point(np.stack([res["qrs_off"] for res in results])) if results else np.zeros(0, dtype=np.int64)
+    corrected = _cross_lead_correction(results, fs_int, voting) if cross_lead and len(voting) >= CROSS_LEAD_MIN_LEADS else 0
+    j_point = global_j_point(np.stack([results[j]["qrs_off"] for j in voting])) if results else np.zeros(0, dtype=np.int64)
     per_lead = {lead: _lead_result(lead, res, pw, fs_int, window, j_point) for lead, res, pw in zip(window.leads, results, p_waves)}
     atrial = atrial_activity(results, local, fs_int, p_waves)
-    for res in results:
-        for key in SIGNAL_KEYS + ("p_on_found", "p_peak_found", "p_off_found"):
-            res.pop(key, None)
+    _drop_working_keys(results)
     return Delineation(
         fs_hz=float(window.fs_hz),
         sampfrom=int(window.sampfrom),
@@ -244,7 +277,8 @@ def delineate(
         beat_samples=beats,
         beat_source=source,
         per_lead=per_lead,
-        params={"delineation": p.to_json(), "internal_fs_hz": float(fs_int), "cross_lead": bool(cross_lead and len(results) >= CROSS_LEAD_MIN_LEADS),
+        params={"method": method, "wave_net": net.provenance if net is not None else None, "delineation": p.to_json(), "internal_fs_hz": float(fs_int),
+                "cross_lead": bool(cross_lead and len(voting) >= CROSS_LEAD_MIN_LEADS), "clipped_leads": list(clipped),
                 "cross_lead_corrected": int(corrected), "beat_template": cp.to_json() if beat_template else None, "beat_template_moved": int(projected)},
         version=MEASURE_VERSION,
         atrial=atrial,
@@ -280,9 +314,15 @@ def write_waves(delineation: Delineation, out_dir: str | os.PathLike[str], recor
 # --------------------------------------------------------------------------- measurements
 
 
-def measure_window(window: SignalWindow, beat_samples: np.ndarray | None = None, *, params: DelineationParams | None = None) -> WindowMeasurements:
-    """Delineate the window and summarize each lead (medians over beats, with the beats used)."""
-    delineation = delineate(window, beat_samples, params=params)
+def measure_identity() -> dict[str, str]:
+    """What decides a measurement besides the signal: ``MEASURE_VERSION`` and the shipped wave net's content hash (for cache keys)."""
+    return {"measure": MEASURE_VERSION, "wave_net": load_wave_net().sha256[:16]}
+
+
+def measure_window(window: SignalWindow, beat_samples: np.ndarray | None = None, *, params: DelineationParams | None = None,
+                   method: str = "wavenet") -> WindowMeasurements:
+    """Delineate the window (``method``: see :func:`delineate`) and summarize each lead (medians over beats, with the beats used)."""
+    delineation = delineate(window, beat_samples, params=params, method=method)
     return measure_delineation(window, delineation)
 
 
@@ -296,6 +336,7 @@ __all__ = [
     "delineate",
     "detect_r_peaks",
     "detect_window_beats",
+    "measure_identity",
     "measure_window",
     "preprocess",
     "write_waves",

@@ -27,7 +27,8 @@ from ecgtrace.tools.clipping import clipped_leads
 from ecgtrace.tools.measure import WindowMeasurements, measure_window
 from ecgtrace.tools.records import SignalWindow
 
-FEATURES_VERSION = "8"  # 8: a clipped lead (tools.clipping) gives no per-lead feature;
+FEATURES_VERSION = "9"  # 9: measurements by the wave net (measure version 7); a pacing spike may lie 40 ms before the QRS onset;
+# 8: a clipped lead (tools.clipping) gives no per-lead feature;
 # 7: 7: paced_beat_pct also on records without mV (LUDB), each lead read at 1 mV peak to peak;
 # 6: paced_beat_pct from pacing spikes on the signal where no reference symbols exist
 PREMATURE_RATIO = 0.85  # RR < 85 % of the reference RR ...

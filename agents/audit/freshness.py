@@ -14,7 +14,7 @@ from typing import Any
 
 
 def audit_build_key(record_hashes: dict[str, str], *, seed: int, max_per_diagnosis: int = 4, diagnoses: list[str] | None = None) -> str:
-    """What decides ``audit.jsonl``: record contents, seed, limits, builder/feature/engine/render versions, diagnosis YAML bytes.
+    """What decides ``audit.jsonl``: record contents, seed, limits, builder/feature/engine/render/measure versions (with the wave net's hash), diagnosis YAML bytes.
 
     ``record_hashes`` maps each record path to its content hash. Two builds with
     the same key write the same bytes, so a rerun with an equal key can keep the file.
@@ -26,6 +26,7 @@ def audit_build_key(record_hashes: dict[str, str], *, seed: int, max_per_diagnos
     from ecgtrace.agents.audit.builder import BUILDER_VERSION
     from ecgtrace.agents.audit.engine import ENGINE_VERSION
     from ecgtrace.rubrics.loading import builtin_dir
+    from ecgtrace.tools.measure import measure_identity
     from ecgtrace.tools.render import RENDER_VERSION
 
     yaml_digest = hashlib.sha256()
@@ -33,7 +34,7 @@ def audit_build_key(record_hashes: dict[str, str], *, seed: int, max_per_diagnos
         yaml_digest.update(path.name.encode() + b"\0" + path.read_bytes())
     payload = {"records": sorted(record_hashes.items()), "seed": int(seed), "max_per_diagnosis": max_per_diagnosis, "diagnoses": diagnoses,
                "builder": BUILDER_VERSION, "features": FEATURES_VERSION, "engine": ENGINE_VERSION, "render": RENDER_VERSION,
-               "graphs": yaml_digest.hexdigest()}
+               "measure": measure_identity(), "graphs": yaml_digest.hexdigest()}
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:24]
 
 

@@ -15,6 +15,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lead", action="append", default=None, metavar="NAME", help="lead to delineate (repeatable; default all usable leads)")
     parser.add_argument("--out", required=True, metavar="DIR", help="folder for <record>.waves")
     parser.add_argument("--beats", choices=("auto", "atr", "detect"), default="auto", help="R peaks from the record's .atr (auto: when present) or detected in the window")
+    parser.add_argument("--method", choices=("wavenet", "rules"), default="wavenet",
+                        help="boundaries from the learned wave segmenter where it sees the wave (default), or from the rules alone")
     parser.add_argument("--json", action="store_true", help="print the per-lead measurements as JSON")
 
 
@@ -56,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
 
         beats = checked_reference(info, "atr").beat_samples
         source = "reference .atr"
-    delineation = delineate(window, beats)
+    delineation = delineate(window, beats, method=args.method)
     if delineation.beat_samples.size == 0:
         raise EcgTraceError(f"{info.name}: no beats in [{t0:g}, {t1:g}) s; nothing to delineate")
     out_dir = Path(args.out)

@@ -160,7 +160,7 @@ def test_benchmark_script_runs(shared_data):
         timeout=300,
     )
     assert out.returncode == 0, out.stderr[-2000:]
-    assert "QTDB" in out.stdout and "LUDB" in out.stdout and "nk dwt" in out.stdout and "before" in out.stdout
+    assert "QTDB" in out.stdout and "LUDB" in out.stdout and "nk dwt" in out.stdout and "rules" in out.stdout
 
 
 def _lead_marks(fs_hz: float, n_beats: int, with_p: bool) -> dict[str, np.ndarray]:
