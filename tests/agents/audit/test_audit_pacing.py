@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ecgtrace.agents.audit._pacing import SPIKE_MIN_LEADS, SPIKE_RESIDUAL_MV, paced_beats, spike_leads
+from ecgtrace.agents.audit._pacing import SPIKE_BEFORE_ONSET_MS, SPIKE_MIN_LEADS, SPIKE_RESIDUAL_MV, paced_beats, spike_leads
 
 N_LEADS = 12
 
@@ -61,10 +61,12 @@ def test_a_stimulus_seen_in_too_few_leads_or_too_small_is_not_a_spike() -> None:
 
 
 def test_only_a_spike_before_the_main_deflection_counts() -> None:
-    """A sharp deflection 40 ms before onset (outside the span) or with no delineated onset leaves the beat unpaced."""
+    """A sharp deflection 20 ms before the span opens or with no delineated onset leaves the beat unpaced."""
     fs = 500.0
-    x, on, r = _beats(fs, qrs_ms=160.0, spike_mv=0.4, spike_before_onset_ms=40.0)
+    x, on, r = _beats(fs, qrs_ms=160.0, spike_mv=0.4, spike_before_onset_ms=SPIKE_BEFORE_ONSET_MS + 20.0)
     assert not paced_beats(x, fs, on, r).any()
+    x, on, r = _beats(fs, qrs_ms=160.0, spike_mv=0.4, spike_before_onset_ms=SPIKE_BEFORE_ONSET_MS - 5.0)
+    assert paced_beats(x, fs, on, r).all()
     x, on, r = _beats(fs, qrs_ms=160.0, spike_mv=0.4)
     on[::2] = np.nan  # beats the delineation did not mark
     flags = paced_beats(x, fs, on, r)
@@ -72,7 +74,7 @@ def test_only_a_spike_before_the_main_deflection_counts() -> None:
 
 
 def test_a_spike_just_before_a_narrow_beat_has_no_room_before_its_r_peak() -> None:
-    """Narrow beat at 100 Hz: onset - 20 ms lies after R - 50 ms, so the span is empty whatever the signal shows."""
+    """Narrow beat at 100 Hz: onset is R - 30 ms, so a spike 10 ms before it (R - 40 ms) lies after the span's end at R - 50 ms."""
     fs = 100.0
     x, on, r = _beats(fs, qrs_ms=60.0, spike_mv=0.4)
     assert not paced_beats(x, fs, on, r).any()
