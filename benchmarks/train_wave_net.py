@@ -34,13 +34,12 @@ from pathlib import Path
 
 import numpy as np
 
-from ecgtrace.tools._wave_net import CLASSES, MODEL_PATH, WAVE_NET_FS_HZ, normalize_lead
+from ecgtrace.tools._wave_net import CLASSES, HIGHPASS_HZ, MODEL_FORMAT, MODEL_PATH, WAVE_NET_FS_HZ, normalize_lead
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _wave_net_data import NONE, P, QRS, UNKNOWN, LabelledLead, ludb_record, qtdb_record  # noqa: E402
 from delineation import DATA, split_records  # noqa: E402
 
-VERSION = "1"
 
 
 def record_sets() -> dict[str, dict[str, list[str]]]:
@@ -118,7 +117,7 @@ def augment(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         x = x + rng.uniform(0.0, 0.05) * scale * np.sin(2 * np.pi * rng.choice([50.0, 60.0]) * t + rng.uniform(0, 2 * np.pi))
     if rng.random() < 0.3:
         x = resample_poly(resample_poly(x, 2, 5), 5, 2)[:n]
-    return sosfiltfilt(butter(2, 0.5, btype="highpass", fs=WAVE_NET_FS_HZ, output="sos"), x)
+    return sosfiltfilt(butter(2, HIGHPASS_HZ, btype="highpass", fs=WAVE_NET_FS_HZ, output="sos"), x)
 
 
 def lengthen_pr(x: np.ndarray, labels: np.ndarray, shift: int) -> tuple[np.ndarray, np.ndarray]:
@@ -261,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
     leads = load_leads(records)
     print(f"{len(leads)} labelled leads from LUDB {len(records['ludb'])} and QTDB {len(records['qtdb'])} records ({args.set})")
     arrays: dict[str, np.ndarray] = {}
-    card: dict = {"version": VERSION, "members": args.members, "depth": 4, "kernel": 9, "channels": args.channels, "classes": list(CLASSES),
+    card: dict = {"version": MODEL_FORMAT, "members": args.members, "depth": 4, "kernel": 9, "channels": args.channels, "classes": list(CLASSES),
                   "fs_hz": WAVE_NET_FS_HZ, "trained_on": {"set": args.set, **records}, "steps": args.steps, "lr": args.lr,
                   "seeds": [args.seed + m for m in range(args.members)], "torch": torch.__version__, "final_loss": []}
     t0 = time.perf_counter()

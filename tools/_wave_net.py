@@ -21,7 +21,9 @@ sample grid.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
+import zipfile
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
@@ -30,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from ecgtrace.errors import EcgTraceError
 from ecgtrace.tools._delineate_filters import bridge_nan
 
 __all__ = ["CLASSES", "WAVE_NET_FS_HZ", "WaveNet", "forward", "load_wave_net", "net_signal", "normalize_lead", "wave_probabilities"]
@@ -38,6 +41,11 @@ MODEL_PATH = Path(__file__).resolve().parent / "data" / "wave_net.npz"
 WAVE_NET_FS_HZ = 250.0
 CLASSES = ("none", "p", "qrs", "t")
 HIGHPASS_HZ = 0.5
+MODEL_FORMAT = "1"  # the header's "version": the input convention and architecture this module reads
+#: Inference runs in blocks of this many net samples (32.8 s at 250 Hz; a multiple of every 2**depth up to 2**8) with
+#: this much context (2.05 s) on each side: a 10-minute 12-lead window then needs about 100 MB, not 4 GB.
+BLOCK_SAMPLES = 8192
+BLOCK_MARGIN = 512
 MIN_SCALE_MV = 0.05  # a lead whose 99th-percentile deviation is below this is scaled as if it were this (a flat lead stays flat)
 
 
@@ -116,15 +124,82 @@ def forward(net: dict[str, np.ndarray], depth: int, x: np.ndarray) -> np.ndarray
     return np.einsum("oc,bcl->bol", net["out.w"][:, :, 0], x) + net["out.b"][None, :, None]
 
 
+def _read_model(p: Path) -> tuple[dict[str, Any], dict[str, np.ndarray], str]:
+    """``(header, arrays, sha256)`` of a model file; an EcgTraceError says what is wrong with it."""
+    try:
+        raw = p.read_bytes()
+    except OSError as exc:
+        raise EcgTraceError(f"wave net model {p} cannot be read ({exc.strerror or exc}); reinstall ecgtrace, or retrain it "
+                            "with benchmarks/train_wave_net.py, or delineate with method='rules'") from None
+    try:  # the bytes hashed are the bytes read: no second open
+        with np.load(io.BytesIO(raw), allow_pickle=False) as z:
+            header = json.loads(str(z["header"]))
+            arrays = {name: np.asarray(z[name]) for name in z.files if name != "header"}
+    except (ValueError, OSError, KeyError, EOFError, zipfile.BadZipFile) as exc:  # JSONDecodeError is a ValueError
+        raise EcgTraceError(f"wave net model {p} is not a model file ({type(exc).__name__}: {exc})") from None
+    return header, arrays, hashlib.sha256(raw).hexdigest()
+
+
+def _check_model(header: Any, members: tuple[dict[str, np.ndarray], ...], p: Path) -> None:
+    """The header speaks this module's convention and every member runs to ``len(CLASSES)`` finite logits."""
+    if not isinstance(header, dict):
+        raise EcgTraceError(f"wave net model {p}: the header is not a JSON object")
+    expected = {"version": MODEL_FORMAT, "classes": list(CLASSES), "fs_hz": WAVE_NET_FS_HZ}
+    wrong = [f"{key} {header.get(key)!r} (this code reads {value!r})" for key, value in expected.items() if header.get(key) != value]
+    if wrong:
+        raise EcgTraceError(f"wave net model {p} does not match this version of ecgtrace: " + "; ".join(wrong))
+    if not members:
+        raise EcgTraceError(f"wave net model {p} has no members")
+    depth = header["depth"]
+    probe = np.zeros((1, 1, 4 * 2 ** depth), dtype=np.float32)
+    for m, member in enumerate(members):
+        if not all(np.issubdtype(a.dtype, np.floating) and np.isfinite(a).all() for a in member.values()):
+            raise EcgTraceError(f"wave net model {p}: member {m} has non-float or non-finite weights")
+        try:
+            shape = forward(member, depth, probe).shape
+        except (KeyError, ValueError) as exc:
+            raise EcgTraceError(f"wave net model {p}: member {m} does not fit the U-Net of depth {depth} ({type(exc).__name__}: {exc})") from None
+        if shape != (1, len(CLASSES), probe.shape[2]):
+            raise EcgTraceError(f"wave net model {p}: member {m} gives logits of shape {shape}")
+
+
 @lru_cache(maxsize=2)
 def load_wave_net(path: str | None = None) -> WaveNet:
-    """The shipped ensemble (cached). Raises ``FileNotFoundError`` where the file is missing."""
+    """The shipped ensemble (cached), checked; an EcgTraceError where the file is missing, corrupt or of another format."""
     p = Path(path) if path else MODEL_PATH
-    raw = p.read_bytes()
-    with np.load(p, allow_pickle=False) as z:
-        header = json.loads(str(z["header"]))
-        members = tuple({name.split("/", 1)[1]: z[name] for name in z.files if name.startswith(f"m{m}/")} for m in range(int(header["members"])))
-    return WaveNet(members=members, depth=int(header["depth"]), meta=header, sha256=hashlib.sha256(raw).hexdigest())
+    header, arrays, sha256 = _read_model(p)
+    try:
+        n_members, depth = int(header["members"]), int(header["depth"])
+    except (KeyError, TypeError, ValueError):
+        raise EcgTraceError(f"wave net model {p}: the header lacks an integer 'members' and 'depth'") from None
+    if not 1 <= depth <= 8:
+        raise EcgTraceError(f"wave net model {p}: depth {depth} is outside 1-8")
+    members = tuple({name.split("/", 1)[1]: a for name, a in arrays.items() if name.startswith(f"m{m}/")} for m in range(n_members))
+    _check_model(header, members, p)
+    return WaveNet(members=members, depth=depth, meta=header, sha256=sha256)
+
+
+def _ensemble_probabilities(net: WaveNet, leads: np.ndarray) -> np.ndarray:
+    """Mean class probabilities ``(n_leads, classes, m)`` of ``leads`` ``(n_leads, m)`` (net input), block by block.
+
+    Blocks of ``BLOCK_SAMPLES`` are read with ``BLOCK_MARGIN`` samples of context on each
+    side, more than the net's receptive field reaches (about 1.5 s each way), and start
+    on multiples of ``2**depth`` so the pooling sees the samples as in one pass: the
+    result is that of one pass over the whole window, with memory bounded by the block.
+    """
+    n_leads, m = leads.shape
+    unit = 2 ** net.depth
+    out = np.zeros((n_leads, len(CLASSES), m))
+    for start in range(0, m, BLOCK_SAMPLES):
+        stop = min(start + BLOCK_SAMPLES, m)
+        lo, hi = max(start - BLOCK_MARGIN, 0), min(stop + BLOCK_MARGIN, m)
+        block = np.zeros((n_leads, 1, -(-(hi - lo) // unit) * unit), dtype=np.float32)
+        block[:, 0, : hi - lo] = leads[:, lo:hi]
+        for member in net.members:
+            logits = forward(member, net.depth, block)[:, :, start - lo : stop - lo].astype(np.float64)
+            e = np.exp(logits - logits.max(axis=1, keepdims=True))
+            out[:, :, start:stop] += e / e.sum(axis=1, keepdims=True)
+    return out / len(net.members)
 
 
 def wave_probabilities(signal_mv: np.ndarray, fs_hz: float, net: WaveNet | None = None) -> np.ndarray:
@@ -132,7 +207,8 @@ def wave_probabilities(signal_mv: np.ndarray, fs_hz: float, net: WaveNet | None 
 
     ``signal_mv`` is ``(n_samples, n_leads)`` (or one lead, 1-D) at ``fs_hz``. Each lead is
     read at 250 Hz; the ensemble's mean probabilities are brought back to ``fs_hz`` by
-    linear interpolation in time.
+    linear interpolation in time. Memory is bounded by blocks of ``BLOCK_SAMPLES``,
+    whatever the window's length.
     """
     net = net or load_wave_net()
     x = np.asarray(signal_mv, dtype=np.float64)
@@ -141,17 +217,7 @@ def wave_probabilities(signal_mv: np.ndarray, fs_hz: float, net: WaveNet | None 
     n, n_leads = x.shape
     leads = [normalize_lead(net_signal(x[:, j], fs_hz)) for j in range(n_leads)]
     m = leads[0].size if leads else 0
-    unit = 2 ** net.depth
-    padded = np.zeros((n_leads, 1, max(-(-m // unit) * unit, unit)), dtype=np.float32)
-    for j, lead in enumerate(leads):
-        padded[j, 0, :m] = lead
-    prob = np.zeros((n_leads, len(CLASSES), padded.shape[2]), dtype=np.float64)
-    for member in net.members:
-        logits = forward(member, net.depth, padded).astype(np.float64)
-        logits -= logits.max(axis=1, keepdims=True)
-        e = np.exp(logits)
-        prob += e / e.sum(axis=1, keepdims=True)
-    prob = prob[:, :, :m] / max(len(net.members), 1)
+    prob = _ensemble_probabilities(net, np.stack(leads) if leads else np.zeros((0, 0), dtype=np.float32))
     t_net = np.arange(m) / WAVE_NET_FS_HZ
     t_out = np.arange(n) / float(fs_hz)
     out = np.empty((n, n_leads, len(CLASSES)))
