@@ -216,6 +216,8 @@ def _qrs_pass(xf: np.ndarray, d: np.ndarray, db: np.ndarray, beats: np.ndarray, 
         learned = _net_pair(net, "qrs_on", "qrs_off", i) if p.net_qrs else None
         if learned is not None:
             on, off = learned
+            if not on <= main <= off:  # the largest deflection near the beat is not in its QRS (a pacing spike): R is within
+                main = on + int(np.argmax(np.abs(xf[on : off + 1])))
         if on < 0:
             continue
         out["qrs_on"][i], out["qrs_off"][i], out["r_peak"][i] = on, off, main
@@ -313,6 +315,14 @@ def p_candidate(z: np.ndarray, hf_noise: np.ndarray, p_lo: int, p_hi: int, limit
     return {"peak": pp, "on": p_on, "off": p_off, "amp": amp, "present": bool(present)}
 
 
+def _t_end_limit(out: dict[str, np.ndarray], i: int, next_r: int | None, n: int, fs_hz: float) -> int:
+    """The latest sample beat ``i``'s T wave may end on: before the next beat's QRS onset and 100 ms before its R peak."""
+    limit = n - 1 if next_r is None else next_r - int(0.1 * fs_hz)
+    if i + 1 < out["qrs_on"].size and out["qrs_on"][i + 1] >= 0:
+        limit = min(limit, int(out["qrs_on"][i + 1]) - 1)
+    return limit
+
+
 def _pt_pass(xs: np.ndarray, hf_noise: np.ndarray, beats: np.ndarray, fs_hz: float, p: DelineationParams, out: dict[str, np.ndarray],
              net: dict[str, np.ndarray] | None = None) -> None:
     """T and P waves of every beat whose QRS was found (``net``: see :func:`_qrs_pass`; ``p.net_t``, ``p.net_p``)."""
@@ -328,8 +338,8 @@ def _pt_pass(xs: np.ndarray, hf_noise: np.ndarray, beats: np.ndarray, fs_hz: flo
         if t is not None:
             out["t_on"][i], out["t_peak"][i], out["t_off"][i], out["t_amp_mv"][i] = t
             learned = _net_pair(net, "t_on", "t_off", i) if p.net_t else None
-            if learned is not None and learned[1] > t[1]:  # the net's T end, where it ends the T wave the rules found
-                out["t_off"][i] = learned[1]
+            if learned is not None and t[1] < learned[1] <= _t_end_limit(out, i, next_r, xs.size, fs_hz):
+                out["t_off"][i] = learned[1]  # the net's T end, where it ends the T wave the rules found
         prev_t_peak = int(out["t_peak"][i - 1]) if i > 0 else -1
         prev_t_off = int(out["t_off"][i - 1]) if i > 0 else -1
         p_lo, p_hi = _p_bounds(z, on, prev_r, prev_t_peak, prev_t_off, fs_hz, p)
@@ -375,7 +385,8 @@ def delineate_lead(x_mv: np.ndarray, fs_hz: float, beats: np.ndarray, params: De
     n = int(np.asarray(x_mv).shape[0])
     beats = np.asarray(beats, dtype=np.int64)
     out = _empty_result(beats.size)
-    if beats.size == 0 or n < int(0.3 * fs_hz):
+    if beats.size == 0 or n < int(0.3 * fs_hz):  # nothing to delineate: no marks, and the signals as they are
+        out["xf"] = out["xs"] = out["xl"] = bridge_nan(x_mv)
         return out
     y, xf, _, d = preprocess(x_mv, fs_hz)
     db = d if p.qrs_bound_hz >= 40.0 else np.gradient(lowpass(y, p.qrs_bound_hz, fs_hz)) * fs_hz

@@ -11,7 +11,7 @@ beats (R peaks, local samples at ``fs_hz``):
   moved half a net sample (2 ms) inwards, because the net was trained on
   labels that include both boundary samples;
 * the beat's QRS is the run that holds its R peak, or the nearest one within
-  ``qrs_reach_ms``; its P is the last P run of at least ``p_min_ms`` that ends
+  ``qrs_reach_ms`` (one run, one beat); its P is the last P run of at least ``p_min_ms`` that ends
   before that QRS and starts after the previous one; its T is the first T run
   after the QRS and before the next beat's QRS.
 
@@ -66,10 +66,32 @@ def _crossing(margin: np.ndarray, a: int, b: int) -> float:
 
 
 def _boundaries(margin: np.ndarray, first: int, last: int, half_step: float) -> tuple[float, float]:
+    """``(on, off)`` of the run ``first..last``, inside the lead's samples and ``on <= off``."""
     n = margin.size
     on = _crossing(margin, first - 1, first) + half_step if first > 0 else float(first)
     off = _crossing(margin, last, last + 1) - half_step if last + 1 < n else float(last)
-    return on, max(off, on)
+    on = min(max(on, 0.0), n - 1.0)
+    return on, min(max(off, on), n - 1.0)
+
+
+def _qrs_runs_of_beats(q_first: np.ndarray, q_last: np.ndarray, beats: np.ndarray, reach: float) -> np.ndarray:
+    """Per beat, the index of its QRS run (-1: none within ``reach`` samples); a run goes to one beat only.
+
+    A beat's run is the one that holds its R peak, else the nearest; where two beats
+    (a double detection, or a beat the net folded into its neighbour's QRS) pick the
+    same run, the beat nearest the run's middle keeps it and the other gets none.
+    """
+    inside = (q_first[None, :] <= beats[:, None]) & (q_last[None, :] >= beats[:, None])
+    dist = np.where(inside, 0, np.minimum(np.abs(q_first[None, :] - beats[:, None]), np.abs(q_last[None, :] - beats[:, None])))
+    run = np.argmin(dist, axis=1)
+    run = np.where(dist[np.arange(beats.size), run] <= reach, run, -1)
+    middle = 0.5 * (q_first + q_last)
+    for k in np.unique(run[run >= 0]):
+        holders = np.flatnonzero(run == k)
+        if holders.size > 1:
+            keep = holders[np.argmin(np.abs(beats[holders] - middle[k]))]
+            run[holders[holders != keep]] = -1
+    return run
 
 
 def net_beat_marks(prob: np.ndarray, beats: np.ndarray, fs_hz: float, params: NetMarkParams | None = None) -> dict[str, np.ndarray]:
@@ -91,10 +113,8 @@ def net_beat_marks(prob: np.ndarray, beats: np.ndarray, fs_hz: float, params: Ne
     q_first, q_last, q_margin = runs["qrs"]
     if q_first.size == 0:
         return out
-    for i, r in enumerate(beats):
-        dist = np.where((q_first <= r) & (q_last >= r), 0, np.minimum(np.abs(q_first - r), np.abs(q_last - r)))
-        k = int(np.argmin(dist))
-        if dist[k] > cp.qrs_reach_ms * ms:
+    for i, k in enumerate(_qrs_runs_of_beats(q_first, q_last, beats, cp.qrs_reach_ms * ms)):
+        if k < 0:
             continue
         out["qrs_on"][i], out["qrs_off"][i] = _boundaries(q_margin, int(q_first[k]), int(q_last[k]), half_step)
         prev_end = q_last[k - 1] if k > 0 else -1

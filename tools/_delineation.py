@@ -112,9 +112,14 @@ def to_internal(signal_mv: np.ndarray, fs_hz: float, internal_hz: float = INTERN
     return up, float(fs_hz) * ratio.numerator / ratio.denominator
 
 
-def marks_to_record(marks: np.ndarray, internal_hz: float, fs_hz: float, sampfrom: int) -> tuple[np.ndarray, np.ndarray]:
-    """Internal-rate local marks (-1: none) -> ``(absolute record samples, absolute ms)``."""
+def marks_to_record(marks: np.ndarray, internal_hz: float, fs_hz: float, sampfrom: int, n_samples: int) -> tuple[np.ndarray, np.ndarray]:
+    """Internal-rate local marks (-1: none) -> ``(absolute record samples, absolute ms)`` of a window of ``n_samples``.
+
+    A mark on the window's last internal samples rounds to its last record sample, never past
+    it (at 250 Hz read at 500 Hz internally, internal sample 2n - 1 is record sample n - 0.5).
+    """
     ok = marks >= 0
     t_ms = np.where(ok, marks * (1000.0 / internal_hz) + sampfrom * 1000.0 / fs_hz, np.nan)
-    samples = np.where(ok, np.round(marks * fs_hz / internal_hz) + sampfrom, -1).astype(np.int64)
+    local = np.minimum(np.round(marks * fs_hz / internal_hz), max(n_samples - 1, 0))
+    samples = np.where(ok, local + sampfrom, -1).astype(np.int64)
     return samples, t_ms

@@ -187,7 +187,7 @@ def _lead_result(lead: str, res: dict[str, np.ndarray], p_wave: dict[str, Any], 
     """One lead's marks back on the record's samples and in ms, with its amplitudes and QRS morphology."""
     points, times = {}, {}
     for k in POINTS:
-        points[k], times[k] = marks_to_record(res[k], fs_int, window.fs_hz, window.sampfrom)
+        points[k], times[k] = marks_to_record(res[k], fs_int, window.fs_hz, window.sampfrom, int(np.asarray(window.signal_mv).shape[0]))
     morph = lead_morphology(res["xl"], res["qrs_on"], res["qrs_off"], fs_int, j_point)
     amplitudes = {k: res[k] for k in AMPLITUDES}
     amplitudes["st_j60_mv"] = morph.pop("st_j60_mv")  # read on the baseline-kept signal against the PR level
@@ -232,14 +232,11 @@ def delineate(
 ) -> Delineation:
     """Delineate every lead of ``window`` around the beats.
 
-    The window is resampled to ``INTERNAL_FS_HZ`` first (see
-    :mod:`ecgtrace.tools._delineation`), so the same ECG gives the same marks
-    at 100, 250 or 500 Hz.
+    The window is resampled to ``INTERNAL_FS_HZ`` first (:mod:`ecgtrace.tools._delineation`): the same ECG gives the same marks at 100, 250 or 500 Hz.
 
     Args:
         window: the signal (mV) and its ``fs_hz``.
-        beat_samples: absolute R-peak sample indices (beats outside the window
-            are dropped); None detects them in the window.
+        beat_samples: absolute R-peak sample indices (beats outside the window are dropped); None detects them in the window.
         params: delineation constants (defaults tuned on the tuning half of QTDB and LUDB,
             see ``benchmarks/delineation.py``).
         cross_lead: with 3 or more leads, pull a lead's boundary that strays

@@ -70,3 +70,24 @@ def test_no_beats_or_no_qrs_anywhere() -> None:
     assert all(v.size == 0 for v in net_beat_marks(_track(100, []), np.zeros(0, dtype=np.int64), FS).values())
     marks = net_beat_marks(_track(500, [("p", 10, 60)]), np.array([200]), FS)
     assert all(np.isnan(v).all() for v in marks.values())
+
+
+def test_two_beats_on_one_qrs_run_do_not_share_it() -> None:
+    """A double detection 60 ms after a beat, inside the same QRS run (400-449): the beat nearest the run's middle
+    (424.5) keeps it, the other gets no net marks, so the rules delineate it."""
+    prob = _track(1000, [("p", 300, 349), ("qrs", 400, 449), ("t", 600, 699)])
+    marks = net_beat_marks(prob, np.array([420, 448]), FS)
+    assert marks["qrs_on"][0] == 400.5 and marks["t_off"][0] == 698.5
+    assert all(np.isnan(marks[k][1]) for k in marks)
+
+
+def test_a_run_at_the_lead_edges_stays_inside_the_lead() -> None:
+    """A QRS run on the last sample only: margins -0.6 then +0.2 cross at n - 1.25, and half a net sample inwards
+    (+1) would put the onset at n - 0.25, past the last sample; marks stay within [0, n - 1] with onset <= offset."""
+    n = 500
+    prob = _track(n, [])
+    prob[n - 2], prob[n - 1] = [0.8, 0.0, 0.2, 0.0], [0.4, 0.0, 0.6, 0.0]
+    marks = net_beat_marks(prob, np.array([n - 1]), FS)
+    assert marks["qrs_on"][0] == marks["qrs_off"][0] == n - 1
+    first = net_beat_marks(_track(n, [("qrs", 0, 1)]), np.array([0]), FS)
+    assert first["qrs_on"][0] == 0.0 and 0.0 <= first["qrs_off"][0] <= n - 1

@@ -73,7 +73,7 @@ def test_only_a_spike_before_the_main_deflection_counts() -> None:
     assert not flags[::2].any() and flags[1::2].all()
 
 
-def test_a_spike_just_before_a_narrow_beat_has_no_room_before_its_r_peak() -> None:
+def test_a_spike_just_before_a_narrow_beat_lies_after_the_span() -> None:
     """Narrow beat at 100 Hz: onset is R - 30 ms, so a spike 10 ms before it (R - 40 ms) lies after the span's end at R - 50 ms."""
     fs = 100.0
     x, on, r = _beats(fs, qrs_ms=60.0, spike_mv=0.4)
