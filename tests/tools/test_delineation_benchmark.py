@@ -42,3 +42,13 @@ def test_split_keeps_detector_tuned_excerpts_out_of_the_untuned_half(tmp_path: P
     split = bench.split_records(tmp_path)["qtdb"]
     assert split["untuned"] == ["sel302"]
     assert split["tuning"] == ["sel101", "sel102", "sel103"]
+
+
+def test_global_marks_are_the_median_of_each_beats_group() -> None:
+    """Three leads (samples at 500 Hz, gap 50 samples = 100 ms): beat 1 marked at 100, 104, 120 -> median 104; beat 2 at
+    600 and 612 (two leads) -> 606; a stray mark at 900 in one lead is a group of one, below the two leads needed."""
+    bench = _bench()
+    leads = [np.array([100, 600, -1]), np.array([104, 612, 900]), np.array([120, -1, -1])]
+    assert bench.global_marks(leads, gap=50, min_leads=2).tolist() == [104.0, 606.0]
+    assert bench.global_marks(leads, gap=50, min_leads=3).tolist() == [104.0]
+    assert bench.global_marks([np.array([-1]), np.zeros(0, dtype=np.int64)], gap=50, min_leads=1).size == 0

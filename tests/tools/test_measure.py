@@ -161,6 +161,7 @@ def test_benchmark_script_runs(shared_data):
     )
     assert out.returncode == 0, out.stderr[-2000:]
     assert "QTDB" in out.stdout and "LUDB" in out.stdout and "nk dwt" in out.stdout and "rules" in out.stdout
+    assert "cross-lead marks" in out.stdout
 
 
 def _lead_marks(fs_hz: float, n_beats: int, with_p: bool) -> dict[str, np.ndarray]:
