@@ -83,7 +83,8 @@ def build_parser() -> argparse.ArgumentParser:
             continue  # a command not built yet is simply not offered
         sub = subparsers.add_parser(name, help=module.HELP, description=module.HELP)
         module.add_arguments(sub)
-        sub.set_defaults(_run=module.run)
+        # a server command stops on Ctrl-C/SIGTERM by design and says so itself (HANDLES_INTERRUPT)
+        sub.set_defaults(_run=module.run, _handles_interrupt=bool(getattr(module, "HANDLES_INTERRUPT", False)))
     return parser
 
 
@@ -103,10 +104,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         err.print(f"[yellow]warning:[/] {escape(redact(str(message)))}", soft_wrap=True)
 
     warnings.showwarning = show_warning
+    _SIGTERM_SEEN.clear()
     previous_sigterm = _stop_cleanly_on_sigterm()
     try:
         code = int(args._run(args) or 0)
         sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
+        if _SIGTERM_SEEN and not args._handles_interrupt:  # its KeyboardInterrupt was dropped (a finalizer): no success
+            raise KeyboardInterrupt
         return code
     except BrokenPipeError:
         _silence_stdout()
@@ -128,7 +132,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             signal.signal(signal.SIGTERM, previous_sigterm)
 
 
+#: Set when SIGTERM arrived during this main() call. The KeyboardInterrupt it raises can land where Python drops it
+#: (a finalizer, a pool's done-callback); the command must still end as interrupted, never as a success (seen: exit 0).
+_SIGTERM_SEEN: list[int] = []
+
+
 def _interrupt(signum: int, frame: object) -> None:
+    _SIGTERM_SEEN.append(signum)
     raise KeyboardInterrupt
 
 

@@ -191,3 +191,42 @@ def test_piped_output_closed_early_gives_no_traceback(tmp_path):
         err = proc.stderr.read().decode()
         assert proc.wait(timeout=60) == 1
         assert "Traceback" not in err and "BrokenPipe" not in err, err
+
+
+def test_a_sigterm_whose_interrupt_was_dropped_still_ends_as_interrupted(monkeypatch, capsys) -> None:
+    """SIGTERM raises KeyboardInterrupt wherever the main thread is; where Python drops it (a finalizer, a pool's
+    callback; here a bare catch-all) the command would run on and exit 0. main() remembers the signal: exit 130."""
+    import signal
+
+    from ecgtrace.commands import info
+
+    def swallowing_run(args) -> int:
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+        except BaseException:  # noqa: BLE001 - the drop under test
+            pass
+        return 0
+
+    monkeypatch.setattr(info, "run", swallowing_run)
+    assert main(["info", "any-record"]) == 130
+    assert "interrupted" in capsys.readouterr().err
+    monkeypatch.setattr(info, "run", lambda args: 0)
+    assert main(["info", "any-record"]) == 0  # the next call starts clean
+
+
+def test_a_server_command_stopped_by_sigterm_exits_cleanly(monkeypatch) -> None:
+    """mock-server and view stop on Ctrl-C/SIGTERM by design (HANDLES_INTERRUPT): their own exit code stands."""
+    import signal
+
+    from ecgtrace.commands import mock_server
+
+    def serve_until_stopped(args) -> int:
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+        except KeyboardInterrupt:
+            pass
+        return 0
+
+    assert mock_server.HANDLES_INTERRUPT
+    monkeypatch.setattr(mock_server, "run", serve_until_stopped)
+    assert main(["mock-server"]) == 0

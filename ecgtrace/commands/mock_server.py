@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 
 HELP = "Serve a mock OpenAI-compatible endpoint on 127.0.0.1 (oracle of an audit set, or a fixed answer) to try audit without a model."
+HANDLES_INTERRUPT = True  # Ctrl-C or SIGTERM is how this server is stopped: exit 0 (see ecgtrace.cli)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

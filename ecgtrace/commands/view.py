@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 HELP = "Browse run folders in a local viewer on 127.0.0.1 (overview plots, sample table, turns beside the ECG, two runs compared)."
+HANDLES_INTERRUPT = True  # Ctrl-C or SIGTERM is how this server is stopped: exit 0 (see ecgtrace.cli)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
