@@ -11,7 +11,7 @@ References (in ``../shared/data``):
   median of the leads' marks, the cardiologists' and each delineator's alike
   (``global_marks``). Under that table, how far LUDB's own per-lead marks scatter
   around their cross-lead mark (on 61-120: SD about 17 ms for P, 10-11 ms for QRS,
-  23 ms for T off): per-lead scores below that are out of reach of any delineator.
+  23 ms for T off): per-lead scores measure that scatter as much as the delineator.
 
 All delineators get the same window and the same R peaks (the project's beat
 detector, ``ecgtrace.tools.measure.detect_window_beats``): ecgtrace ("ours": the
@@ -283,7 +283,7 @@ def run_ludb(limit: int | None, tol_ms: float, tallies: dict[str, Tally], leads:
         gap, min_leads = int(round(GLOBAL_GAP_MS * fs / 1000.0)), (len(used) + 1) // 2
         for point in POINTS:
             ref = global_marks([refs[lead].get(point, empty) for lead in used], gap, min_leads)
-            for lead in used:  # the cardiologists' own per-lead marks against their cross-lead mark: the floor of per-lead scores
+            for lead in used:  # the cardiologists' own per-lead marks against their cross-lead mark
                 global_tallies.setdefault(REFERENCE_SPREAD, Tally()).add(point, -nearest_errors(refs[lead].get(point, empty), np.round(ref).astype(np.int64), tol) * 1000.0 / fs, str(number))
             for name, per_lead in results.items():
                 det = global_marks([per_lead[names.index(lead)][point] for lead in used], gap, min_leads)
@@ -379,7 +379,7 @@ def main(argv: list[str] | None = None) -> int:
                 spread = global_tallies.pop(REFERENCE_SPREAD, Tally())
                 print_table(f"LUDB, {half} half, cross-lead marks (median over the leads, marked in at least half of them; CSE-style global marks)",
                             global_tallies)
-                print("  LUDB's own per-lead marks around their cross-lead mark (a floor for per-lead scores): SD "
+                print("  LUDB's own per-lead marks around their cross-lead mark (per-lead scores include this scatter): SD "
                       + ", ".join(f"{LABELS[p]} {spread.row(p)[1]:.1f}" for p in POINTS))
                 print_notes(global_tallies, paced[db], INSPECTED.get(db, frozenset()) if half == "untuned" else frozenset())
                 results[f"{db}:{half}:global"] = global_tallies
