@@ -52,6 +52,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _protocol import PACED_RECORDS, QTDB_TUNED  # noqa: E402
 from audit_items import INSPECTED  # noqa: E402
 from _delineation_rates import print_rates, run_rates  # noqa: E402
+from _wave_net_data import wave_marks  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
@@ -69,27 +70,16 @@ REFERENCE_SPREAD = "reference spread"  # not a delineator: LUDB's per-lead marks
 
 
 def reference_marks(base: Path, extension: str) -> dict[str, np.ndarray]:
-    """Onsets/offsets of P, QRS and T from a QTDB/LUDB-style annotation file ('(' peak ')')."""
+    """Onsets/offsets of P, QRS and T from a QTDB/LUDB-style annotation file ('(' peak ')'; ``_wave_net_data.wave_marks``)."""
     import wfdb
 
     ann = wfdb.rdann(str(base), extension)
-    samples, symbols = list(ann.sample), list(ann.symbol)
     marks: dict[str, list[int]] = defaultdict(list)
-
-    def wave(symbol: str) -> str | None:
-        if symbol == "p":
-            return "p"
-        if symbol == "t":
-            return "t"
-        if symbol in ("u", "(", ")"):
-            return None
-        return "qrs"
-
-    for k, (s, sym) in enumerate(zip(samples, symbols)):
-        if sym == "(" and k + 1 < len(symbols) and (w := wave(symbols[k + 1])):
-            marks[f"{w}_on"].append(int(s))
-        elif sym == ")" and k > 0 and (w := wave(symbols[k - 1])):
-            marks[f"{w}_off"].append(int(s))
+    for wave, on, off, _ in wave_marks(list(ann.sample), list(ann.symbol)):
+        if on is not None:
+            marks[f"{wave}_on"].append(int(on))
+        if off is not None:
+            marks[f"{wave}_off"].append(int(off))
     return {k: np.asarray(v, dtype=np.int64) for k, v in marks.items()}
 
 

@@ -140,17 +140,14 @@ def _read_model(p: Path) -> tuple[dict[str, Any], dict[str, np.ndarray], str]:
     return header, arrays, hashlib.sha256(raw).hexdigest()
 
 
-def _check_model(header: Any, members: tuple[dict[str, np.ndarray], ...], p: Path) -> None:
+def _check_model(header: dict[str, Any], members: tuple[dict[str, np.ndarray], ...], depth: int, p: Path) -> None:
     """The header speaks this module's convention and every member runs to ``len(CLASSES)`` finite logits."""
-    if not isinstance(header, dict):
-        raise EcgTraceError(f"wave net model {p}: the header is not a JSON object")
     expected = {"version": MODEL_FORMAT, "classes": list(CLASSES), "fs_hz": WAVE_NET_FS_HZ}
     wrong = [f"{key} {header.get(key)!r} (this code reads {value!r})" for key, value in expected.items() if header.get(key) != value]
     if wrong:
         raise EcgTraceError(f"wave net model {p} does not match this version of ecgtrace: " + "; ".join(wrong))
     if not members:
         raise EcgTraceError(f"wave net model {p} has no members")
-    depth = header["depth"]
     probe = np.zeros((1, 1, 4 * 2 ** depth), dtype=np.float32)
     for m, member in enumerate(members):
         if not all(np.issubdtype(a.dtype, np.floating) and np.isfinite(a).all() for a in member.values()):
@@ -168,6 +165,8 @@ def load_wave_net(path: str | None = None) -> WaveNet:
     """The shipped ensemble (cached), checked; an EcgTraceError where the file is missing, corrupt or of another format."""
     p = Path(path) if path else MODEL_PATH
     header, arrays, sha256 = _read_model(p)
+    if not isinstance(header, dict):
+        raise EcgTraceError(f"wave net model {p}: the header is not a JSON object")
     try:
         n_members, depth = int(header["members"]), int(header["depth"])
     except (KeyError, TypeError, ValueError):
@@ -175,7 +174,7 @@ def load_wave_net(path: str | None = None) -> WaveNet:
     if not 1 <= depth <= 8:
         raise EcgTraceError(f"wave net model {p}: depth {depth} is outside 1-8")
     members = tuple({name.split("/", 1)[1]: a for name, a in arrays.items() if name.startswith(f"m{m}/")} for m in range(n_members))
-    _check_model(header, members, p)
+    _check_model(header, members, depth, p)
     return WaveNet(members=members, depth=depth, meta=header, sha256=sha256)
 
 

@@ -186,8 +186,9 @@ def _p_rule_all_leads(results: list[dict[str, np.ndarray]], fs_hz: float, p: Del
 def _lead_result(lead: str, res: dict[str, np.ndarray], p_wave: dict[str, Any], fs_int: float, window: SignalWindow, j_point: np.ndarray) -> LeadFiducials:
     """One lead's marks back on the record's samples and in ms, with its amplitudes and QRS morphology."""
     points, times = {}, {}
+    n_samples = int(np.asarray(window.signal_mv).shape[0])
     for k in POINTS:
-        points[k], times[k] = marks_to_record(res[k], fs_int, window.fs_hz, window.sampfrom, int(np.asarray(window.signal_mv).shape[0]))
+        points[k], times[k] = marks_to_record(res[k], fs_int, window.fs_hz, window.sampfrom, n_samples)
     morph = lead_morphology(res["xl"], res["qrs_on"], res["qrs_off"], fs_int, j_point)
     amplitudes = {k: res[k] for k in AMPLITUDES}
     amplitudes["st_j60_mv"] = morph.pop("st_j60_mv")  # read on the baseline-kept signal against the PR level
