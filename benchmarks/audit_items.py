@@ -13,6 +13,10 @@ untuned table is the honest one. Targets (untuned records, diagnoses with at
 least 10 expert positives): agreement >= 90% on positives and >= 95% on
 negatives. For each diagnosis the table also names the criterion where most
 disagreements left the expert's path, and why labelled windows were dropped.
+Windows whose path hinges on one measurement within its tolerance of a
+threshold (``measurement_doubtful:`` drops, decided without the label) are not
+checked; the table counts them per expert side with how many the graph would
+have got right, so the agreement without that rule can be read off too.
 Every doubt rule of the label maps (``label_ambiguous:`` drops: a source's
 likelihood below 100, LUDB's rate or PR between two conventions' cut-offs, a
 positive beside ectopic beats, an absence beside LBBB or pacing) is then listed
@@ -186,7 +190,8 @@ def print_tables(res: dict[str, Any]) -> list[str]:
     below: list[str] = []
     for half in HALVES:
         table = Table(title=f"Audit ground truth vs expert labels, {half} records (agreement [95% Wilson interval])")
-        for col in ("diagnosis", "expert positive: agreed", "expert negative: agreed", "target", "where disagreements stopped", "dropped (not disagreement)"):
+        for col in ("diagnosis", "expert positive: agreed", "expert negative: agreed", "target", "measurement-doubtful, dropped: +, - (would agree)",
+                    "where disagreements stopped", "dropped (not disagreement)"):
             table.add_column(col, overflow="fold")
         total = Counter()
         for gid in sorted(res["graphs"]):
@@ -202,10 +207,19 @@ def print_tables(res: dict[str, Any]) -> list[str]:
                 verdict = f"n+ < {MIN_POSITIVES}"
             dep = ", ".join(f"{r} {n}" for r, n in res["departures"][half].get(gid, Counter()).most_common(3))
             drops = ", ".join(f"{r} {n}" for r, n in sorted(res["drops"][half].get(gid, Counter()).items(), key=lambda x: -x[1])[:3])
-            table.add_row(gid, _cell(pos_k, pos_n), _cell(neg_k, neg_n), verdict, dep, drops)
-        table.add_row("[b]all[/b]", _cell(total["expert_yes_agreed"], total["expert_yes"]), _cell(total["expert_no_agreed"], total["expert_no"]), "", "", "")
+            table.add_row(gid, _cell(pos_k, pos_n), _cell(neg_k, neg_n), verdict, _doubtful_cell(a), dep, drops)
+        table.add_row("[b]all[/b]", _cell(total["expert_yes_agreed"], total["expert_yes"]), _cell(total["expert_no_agreed"], total["expert_no"]), "",
+                      _doubtful_cell(total), "", "")
         console.print(table)
     return below
+
+
+def _doubtful_cell(a: Counter) -> str:
+    """Expert-labelled windows dropped because their path hinges on a measurement near a threshold, and how many the graph would have got right."""
+    pos, neg = a["doubtful_expert_yes"], a["doubtful_expert_no"]
+    if not pos and not neg:
+        return ""
+    return f"+{pos} ({a['doubtful_expert_yes_agreed']}), -{neg} ({a['doubtful_expert_no_agreed']})"
 
 
 def print_doubt_drops(res: dict[str, Any]) -> None:

@@ -45,6 +45,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ecgtrace.rubrics.diagnosis_features import CSE_TOLERANCE_MS
 from ecgtrace.tools.measure import delineate, detect_window_beats
 from ecgtrace.tools.records import open_record, read_samples
 
@@ -58,7 +59,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
 POINTS = ("p_on", "p_off", "qrs_on", "qrs_off", "t_off")
 LABELS = {"p_on": "P on", "p_off": "P off", "qrs_on": "QRS on", "qrs_off": "QRS off", "t_off": "T off"}
-CSE_SD_MS = {"p_on": 10.2, "p_off": 12.7, "qrs_on": 6.5, "qrs_off": 11.6, "t_off": 30.6}
+CSE_SD_MS = CSE_TOLERANCE_MS  # 2 SD_CSE per mark
 NK_KEYS = {"p_on": "ECG_P_Onsets", "p_off": "ECG_P_Offsets", "qrs_on": "ECG_R_Onsets", "qrs_off": "ECG_R_Offsets", "t_off": "ECG_T_Offsets"}
 SHORT = {"ecgtrace": "ours", "ecgtrace rules": "rules", "neurokit2 dwt": "nk dwt"}
 DELINEATORS = ("ecgtrace", "ecgtrace rules", "neurokit2 dwt")

@@ -8,7 +8,9 @@ For each record and each diagnosis graph (``rubrics/diagnoses/*.yaml``):
    when the record has them (else the project's detectors), intervals and
    amplitudes from :func:`ecgtrace.tools.measure.measure_window` on the window;
 3. evaluate the graph (:func:`ecgtrace.agents.audit.engine.evaluate`) to
-   get the ground-truth path;
+   get the ground-truth path, and drop the window when that path hinges on
+   one measurement within its tolerance of a threshold
+   (:mod:`ecgtrace.agents.audit._doubt`, reason ``measurement_doubtful:...``);
 4. where the record has expert labels for this diagnosis, keep the window only
    when the label agrees with the graph decision (ECG-Reasoning-Benchmark
    protocol); every dropped window is counted with its reason;
@@ -51,6 +53,7 @@ from ecgtrace.agents.audit._labels import record_labels
 from ecgtrace.agents.audit._leads import balance_leads
 from ecgtrace.agents.audit._questions import balance_measurement, build_loops
 from ecgtrace.agents.audit._surface import balance_surface
+from ecgtrace.agents.audit._doubt import DOUBT_VERSION, find_doubt
 from ecgtrace.agents.audit.engine import ENGINE_VERSION, MissingFeature, NotApplicable, evaluate
 from ecgtrace.contracts.audit import YES_NO, AuditItem
 from ecgtrace.contracts.common import RecordRef
@@ -58,7 +61,7 @@ from ecgtrace.errors import EcgTraceError
 from ecgtrace.rubrics.diagnosis_schema import DiagnosisGraph, load_diagnoses
 from ecgtrace.tools.records import RecordInfo, open_record, read_window
 
-BUILDER_VERSION = "5"
+BUILDER_VERSION = "6"  # 6: windows whose path hinges on a measurement within its tolerance of a threshold are dropped
 METHOD = "ecgtrace.agents.audit_builder"
 KNOWN_DBS = ("mitdb", "ltafdb", "qtdb", "ludb", "ptbxl", "cinc2021_12lead", "vfdb", "cpsc2021", "svdb", "nsr2db")
 
@@ -70,7 +73,9 @@ class RecordBuild:
     ``drops[diagnosis][reason]`` counts dropped windows. ``agreement[diagnosis]``
     counts windows with an expert label: ``checked``, ``agreed``, and the
     same split by expert label (``expert_yes``, ``expert_yes_agreed``,
-    ``expert_no``, ``expert_no_agreed``).
+    ``expert_no``, ``expert_no_agreed``); windows dropped as measurement-doubtful
+    are not checked but counted apart by expert label (``doubtful_expert_yes``,
+    ``doubtful_expert_yes_agreed`` ...: would the graph have agreed).
     """
 
     items: list[dict[str, Any]] = field(default_factory=list)
@@ -206,9 +211,15 @@ def _candidate(graph, info, table, labels, mapped, t0, t1, kept, limit, cache, o
     except MissingFeature as exc:
         drops[f"feature_unavailable:{exc.feature}" + unavailable_because(wf.features, exc.lead)] += 1
         return None
+    side = "expert_yes" if expert else "expert_no"
+    if (doubt := find_doubt(graph, wf.features, graphs)) is not None:  # decided before, and whatever, the expert says
+        drops[doubt.reason] += 1
+        if mapped:  # counted apart, so that no agreement is bought with an unseen drop
+            out.agreement[graph.id][f"doubtful_{side}"] += 1
+            out.agreement[graph.id][f"doubtful_{side}_agreed"] += int(path.decision == expert)
+        return None
     if mapped:
         stats = out.agreement[graph.id]
-        side = "expert_yes" if expert else "expert_no"
         stats["checked"] += 1
         stats[side] += 1
         if path.decision != expert:
@@ -248,6 +259,7 @@ def _assemble(graph, info, labels, mapped, expert, wf: WindowFeatures, path, t0,
                 "seed": int(seed),
                 "graph": {"id": graph.id, "version": graph.version, "set": graph.set},
                 "engine_version": ENGINE_VERSION,
+                "doubt_version": DOUBT_VERSION,
                 "features_version": FEATURES_VERSION,
                 "label": {"source": source, "method": labels.method if mapped else "graph decision on measured features", "expert": expert},
                 "beats": beats_provenance,

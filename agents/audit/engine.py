@@ -88,7 +88,8 @@ def _norm(lead: str) -> str:
     return lead.strip().upper()
 
 
-def _compare(measured: Any, op: str, threshold: Any) -> bool:
+def compare(measured: Any, op: str, threshold: Any) -> bool:
+    """``measured op threshold`` for the ops a finding may use (``>``, ``>=``, ``<``, ``<=``, ``==``, ``!=``)."""
     if isinstance(threshold, bool):
         measured = bool(measured)
     if op == ">":
@@ -106,7 +107,8 @@ def _compare(measured: Any, op: str, threshold: Any) -> bool:
     raise ValueError(f"unknown op {op!r}")
 
 
-def _threshold(node: dict[str, Any]) -> Any:
+def finding_threshold(node: dict[str, Any]) -> Any:
+    """A leaf finding's threshold in its feature's canonical unit (a bool stays a bool)."""
     value = node["value"]
     if isinstance(value, bool):
         return value
@@ -199,16 +201,16 @@ def evaluate_predicate(node: dict[str, Any], features: dict[str, Any], record: d
         decided = _diagnosis_value(node, features, graphs)
         if record is not None:
             record[f"{node['diagnosis']}@decision"] = decided
-        return _compare(decided, node["op"], bool(node["value"]))
+        return compare(decided, node["op"], bool(node["value"]))
     name, op = node["feature"], node["op"]
-    threshold = _threshold(node)
+    threshold = finding_threshold(node)
     if "lead" not in node and "leads" not in node:
         measured = _window_value(features, name)
         if record is not None:
             record[name] = measured
-        return _compare(measured, op, threshold)
+        return compare(measured, op, threshold)
     chosen = _selected_leads(features, node)
-    hits = [lead for lead, v in chosen.items() if _compare(v, op, threshold)]
+    hits = [lead for lead, v in chosen.items() if compare(v, op, threshold)]
     if record is not None:
         record.setdefault(f"{name}@leads", {}).update(chosen)
     if "lead" in node:
@@ -253,9 +255,9 @@ def grounding_leads(rule: GroundingRule, features: dict[str, Any], value: float 
     ``value`` (in the rule's unit) replaces the rule's threshold (one of its ``values``).
     """
     node = {"feature": rule.feature, "op": rule.op, "value": rule.value if value is None else value, "unit": rule.unit, "leads": rule.leads or "all"}
-    threshold = _threshold(node)
+    threshold = finding_threshold(node)
     chosen = _selected_leads(features, node)
-    return [lead for lead, v in chosen.items() if _compare(v, rule.op or ">", threshold)]
+    return [lead for lead, v in chosen.items() if compare(v, rule.op or ">", threshold)]
 
 
 def feature_in_unit(features: dict[str, Any], name: str, unit: str) -> float:

@@ -12,12 +12,12 @@ import pytest
 
 from ecgtrace.cli import main
 from ecgtrace.tools import render
+from ecgtrace.rubrics.diagnosis_features import CSE_TOLERANCE_MS
 from ecgtrace.tools.annotations import read_reference_annotations
 from ecgtrace.tools.measure import POINTS, delineate, detect_r_peaks, measure_window, write_waves
 from ecgtrace.tools.records import open_record
 
-# CSE tolerances (ms) used as the acceptance limits
-CSE_MS = {"p_on": 10.2, "p_off": 12.7, "qrs_on": 6.5, "qrs_off": 11.6, "t_off": 30.6}
+CSE_MS = CSE_TOLERANCE_MS  # the acceptance limits
 REPO = Path(__file__).resolve().parents[2]
 
 
