@@ -172,3 +172,29 @@ def median_beat_qrs(res: dict[str, np.ndarray], fs_hz: float, qrs_bounds: QrsBou
         moved += int(np.count_nonzero(new != res[name][idx]))
         res[name][idx] = new
     return moved
+
+
+def drop_impossible_marks(res: dict[str, np.ndarray]) -> int:
+    """Remove (set to -1, in place) the marks of one lead that no heart can produce; returns how many were removed.
+
+    The QRS boundaries are the anchors (the most reliable marks): a P mark at or after its beat's QRS onset, a T mark
+    at or before its beat's QRS offset or at or after the next beat's QRS onset, and a P or T wave whose onset lies
+    after its own offset are dropped, never moved (the beat-to-beat projection and the cross-lead correction move
+    marks one at a time and can push one across another).
+    """
+    qrs_on, qrs_off = res["qrs_on"], res["qrs_off"]
+    next_on = np.concatenate([qrs_on[1:], [-1]])
+    removed = 0
+    for wave in ("p", "t"):
+        on, off = res[f"{wave}_on"], res[f"{wave}_off"]
+        reversed_wave = (on >= 0) & (off >= 0) & (on > off)
+        for name in (f"{wave}_on", f"{wave}_peak", f"{wave}_off"):
+            marks = res[name]
+            if wave == "p":
+                bad = (marks >= 0) & (qrs_on >= 0) & (marks > qrs_on)
+            else:
+                bad = (marks >= 0) & (((qrs_off >= 0) & (marks < qrs_off)) | ((next_on >= 0) & (marks >= next_on)))
+            bad |= reversed_wave & (marks >= 0) & (name != f"{wave}_peak")
+            removed += int(np.count_nonzero(bad))
+            marks[bad] = -1
+    return removed

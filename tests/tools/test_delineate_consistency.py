@@ -143,3 +143,27 @@ def test_median_beat_needs_enough_dominant_beats() -> None:
     before = res["qrs_off"].copy()
     assert median_beat_qrs(res, FS, _rule, min_beats=20) == 0
     np.testing.assert_array_equal(res["qrs_off"], before)
+
+
+def test_impossible_marks_are_dropped_and_the_qrs_anchors_kept() -> None:
+    from ecgtrace.tools._delineate_consistency import drop_impossible_marks
+
+    def arr(*v: int) -> np.ndarray:
+        return np.array(v, dtype=np.int64)
+
+    # three beats (samples at 500 Hz); beat 0: P off 6 samples after QRS on; beat 1: T end after beat 2's QRS onset;
+    # beat 2: a reversed T (on after off) and a P that is fine
+    res = {
+        "p_on": arr(80, 480, 880), "p_peak": arr(95, 500, 900), "p_off": arr(106, 520, 930),
+        "qrs_on": arr(100, 560, 960), "r_peak": arr(120, 580, 980), "qrs_off": arr(150, 610, 1010),
+        "t_on": arr(250, 700, 1200), "t_peak": arr(300, 800, 1150), "t_off": arr(380, 965, 1100),
+    }
+    before = {k: v.copy() for k, v in res.items()}
+    assert drop_impossible_marks(res) == 4
+    assert res["p_off"].tolist() == [-1, 520, 930] and res["p_on"].tolist() == before["p_on"].tolist()
+    assert res["p_peak"].tolist() == before["p_peak"].tolist()
+    assert res["t_off"].tolist() == [380, -1, -1] and res["t_on"].tolist() == [250, 700, -1]
+    assert res["t_peak"].tolist() == before["t_peak"].tolist()  # the peak of a reversed T stays: only its ends are wrong
+    for name in ("qrs_on", "r_peak", "qrs_off"):
+        assert res[name].tolist() == before[name].tolist()
+    assert drop_impossible_marks(res) == 0  # nothing left to drop
