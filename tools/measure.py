@@ -248,6 +248,8 @@ def delineate(
         method: ``"wavenet"`` (default): the boundaries ``params`` names (``net_qrs``, ``net_p``,
             ``net_t``) come from the learned wave segmenter (:mod:`ecgtrace.tools._wave_net`)
             wherever it sees the wave, the rest from the rules; ``"rules"``: the rules alone.
+            Either way, a mark no heart produces after the corrections (a P mark after its QRS onset, a T mark
+            past the next QRS onset) is dropped, never moved (``params["impossible_marks_dropped"]``).
     """
     signal = _checked_signal(window, method)
     beats, source = _beats_for(window, beat_samples)
