@@ -10,8 +10,10 @@ Per question (build time, :func:`lead_entry`):
   measured, in a seeded random order, so that "select the first option" is one
   random lead;
 * candidate thresholds: the rule's ``value`` and its ``values``. A threshold
-  with a lead whose value lies within ``margin`` of it is not asked (too close
-  to call). Each remaining threshold answers with the set of leads where the
+  with a lead whose value lies within ``margin`` of it (the rule's ``margin``,
+  never less than the feature's measurement tolerance,
+  :func:`ecgtrace.rubrics.diagnosis_features.feature_tolerance`) is not asked
+  (too close to call). Each remaining threshold answers with the set of leads where the
   predicate holds and, when the rule has ``complement_questions``, with the
   complement set (exact: the margin puts every lead clearly on one side).
   Empty sets are not candidates;
@@ -49,6 +51,7 @@ import numpy as np
 
 from ecgtrace.agents.audit._surface import LONGEST_PAIR_QUESTION, verify_wording
 from ecgtrace.agents.audit.engine import MissingFeature, grounding_leads, lead_values
+from ecgtrace.rubrics.diagnosis_features import feature_tolerance
 from ecgtrace.rubrics.diagnosis_schema import DiagnosisGraph, GroundingRule, unit_factor
 
 SKIP_BALANCE = "balance_all_leads"
@@ -86,11 +89,12 @@ def lead_entry(rule: GroundingRule, features: dict[str, Any], record_leads: list
         raise ValueError("too_few_leads")
     offered = [offered[int(i)] for i in rng.permutation(len(offered))]
     factor = unit_factor(name, rule.unit or "") or 1.0
-    margin = float(rule.margin or 0.0) * factor
     candidates: list[dict[str, Any]] = []
     near: list[str] = []
     for value in [float(rule.value or 0.0), *(float(v) for v in rule.values)]:
         threshold = value * factor
+        # the rule's own margin, but never less than the feature's measurement tolerance (the decision findings' doubt)
+        margin = max(float(rule.margin or 0.0) * factor, feature_tolerance(name, threshold))
         close = [lead for lead in offered if abs(measured[lead.strip().upper()] - threshold) < margin or measured[lead.strip().upper()] == threshold]
         if close:
             near.extend(c for c in close if c not in near)

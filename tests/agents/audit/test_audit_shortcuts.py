@@ -211,7 +211,7 @@ def test_lead_entry_asks_only_thresholds_clear_of_every_lead() -> None:
 
     rule = GroundingRule(kind="lead", feature="p_amp_mv", op=">=", value=0.12, values=[0.085, 0.2], margin=0.01, unit="mV",
                          questions=["At least {value} mV?"], complement_questions=["Below {value} mV?"])
-    feats = {"per_lead": {"p_amp_mv": {"MLII": 0.15, "V1": 0.07, "V5": 0.115, "V2": None}}}
+    feats = {"per_lead": {"p_amp_mv": {"MLII": 0.15, "V1": 0.05, "V5": 0.115, "V2": None}}}
     entry = lead_entry(rule, feats, ["MLII", "V1", "V5", "V2"], np.random.default_rng(0))
     assert sorted(entry["options"]) == ["MLII", "V1", "V5"]  # V2 unmeasured: not offered
     got = {(c["value"], c["complement"]): sorted(c["answer"]) for c in entry["candidates"]}
@@ -220,6 +220,11 @@ def test_lead_entry_asks_only_thresholds_clear_of_every_lead() -> None:
     near = GroundingRule(kind="lead", feature="p_amp_mv", op=">=", value=0.12, margin=0.01, unit="mV", questions=["At least 0.12 mV?"])
     with pytest.raises(ValueError, match="near_threshold:V5"):
         lead_entry(near, feats, ["MLII", "V1", "V5"], np.random.default_rng(0))
+    # a rule margin below the feature's measurement tolerance (0.025 mV for amplitudes) does not make a lead clear:
+    # V1 at 0.07 mV lies 0.015 mV from 0.085, outside the rule's 0.01 but inside the tolerance
+    tight = GroundingRule(kind="lead", feature="p_amp_mv", op=">=", value=0.085, margin=0.01, unit="mV", questions=["At least 0.085 mV?"])
+    with pytest.raises(ValueError, match="near_threshold:V1"):
+        lead_entry(tight, {"per_lead": {"p_amp_mv": {"MLII": 0.15, "V1": 0.07}}}, ["MLII", "V1"], np.random.default_rng(0))
 
 
 def _bin_bounds(option: str) -> tuple[float, float]:
