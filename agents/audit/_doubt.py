@@ -90,7 +90,7 @@ def _changed_criterion(baseline: Path, graph: DiagnosisGraph, moved: dict[str, A
     for step in baseline.steps:
         try:
             present = evaluate_predicate(graph.criteria[step.criterion].finding, moved, None, pool)
-        except MissingFeature:
+        except (MissingFeature, NotApplicable):  # a graph the finding names lost a feature, or no longer applies
             return step.criterion
         if present != step.present:
             return step.criterion
