@@ -45,7 +45,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ecgtrace.rubrics.diagnosis_features import CSE_TOLERANCE_MS
+from ecgtrace.rubrics.diagnosis_features import CSE_TOLERANCE_MS, FEATURES
 from ecgtrace.tools.measure import delineate, detect_window_beats
 from ecgtrace.tools.records import open_record, read_samples
 
@@ -67,6 +67,10 @@ LUDB_LEADS = ("i", "ii", "iii", "avr", "avl", "avf", "v1", "v2", "v3", "v4", "v5
 #: Cross-lead marks: a lead's mark of one beat lies within about 40 ms of the others' (LUDB's own spread), the next
 #: beat's 270 ms or more away even at 220 bpm; 100 ms between two marks in a row separates beats.
 GLOBAL_GAP_MS = 100.0
+#: Intervals between cross-lead marks, (start mark, end mark, longest ms), checked against the measurement tolerances of the
+#: features they become (rubrics/diagnosis_features.py: the audit drops a path that hinges on a value within them).
+INTERVALS = {"PR": ("p_on", "qrs_on", 400.0), "QRS": ("qrs_on", "qrs_off", 250.0), "QT": ("qrs_on", "t_off", 700.0)}
+INTERVAL_FEATURES = {"PR": "pr_ms", "QRS": "qrs_ms", "QT": "qtc_ms"}
 REFERENCE_SPREAD = "reference spread"  # not a delineator: LUDB's per-lead marks against their own cross-lead marks
 
 
@@ -247,9 +251,10 @@ def global_marks(per_lead: list[np.ndarray], gap: int, min_leads: int) -> np.nda
 
 
 def run_ludb(limit: int | None, tol_ms: float, tallies: dict[str, Tally], leads: tuple[str, ...], records: list[str] | None = None,
-             global_tallies: dict[str, Tally] | None = None) -> int:
+             global_tallies: dict[str, Tally] | None = None, interval_tallies: dict[str, Tally] | None = None) -> int:
     """Per-lead errors into ``tallies``; with ``global_tallies``, the errors of the cross-lead marks (``global_marks``
-    of the cardiologists' and of each delineator's marks over the same leads, marked in at least half of them)."""
+    of the cardiologists' and of each delineator's marks over the same leads, marked in at least half of them), and
+    with ``interval_tallies`` the errors of the PR, QRS and QT intervals between those marks (:data:`INTERVALS`)."""
     folder = DATA / "ludb" / "data"
     numbers = sorted(int(p.stem) for p in folder.glob("*.hea") if records is None or p.stem in records)
     numbers = numbers[:limit] if limit else numbers
@@ -272,14 +277,40 @@ def run_ludb(limit: int | None, tol_ms: float, tallies: dict[str, Tally], leads:
         if global_tallies is None or not used:
             continue
         gap, min_leads = int(round(GLOBAL_GAP_MS * fs / 1000.0)), (len(used) + 1) // 2
+        ref_global: dict[str, np.ndarray] = {}
+        errors: dict[str, dict[str, np.ndarray]] = defaultdict(dict)
         for point in POINTS:
-            ref = global_marks([refs[lead].get(point, empty) for lead in used], gap, min_leads)
+            ref = ref_global[point] = global_marks([refs[lead].get(point, empty) for lead in used], gap, min_leads)
             for lead in used:  # the cardiologists' own per-lead marks against their cross-lead mark
                 global_tallies.setdefault(REFERENCE_SPREAD, Tally()).add(point, -nearest_errors(refs[lead].get(point, empty), np.round(ref).astype(np.int64), tol) * 1000.0 / fs, str(number))
             for name, per_lead in results.items():
                 det = global_marks([per_lead[names.index(lead)][point] for lead in used], gap, min_leads)
-                global_tallies[name].add(point, nearest_errors(ref, np.round(det).astype(np.int64), tol) * 1000.0 / fs, str(number))
+                errors[name][point] = nearest_errors(ref, np.round(det).astype(np.int64), tol) * 1000.0 / fs
+                global_tallies[name].add(point, errors[name][point], str(number))
+        if interval_tallies is not None:
+            for name in results:
+                for interval, (start, end, longest_ms) in INTERVALS.items():
+                    interval_tallies.setdefault(name, Tally()).add(interval, interval_errors(ref_global[start], ref_global[end], errors[name][start], errors[name][end],
+                                                                                             longest_ms * fs / 1000.0), str(number))
     return len(numbers)
+
+
+def interval_errors(ref_start: np.ndarray, ref_end: np.ndarray, err_start_ms: np.ndarray, err_end_ms: np.ndarray, longest: float) -> np.ndarray:
+    """Per reference interval (a start mark and the first end mark after it, at most ``longest`` samples later): the
+    delineator's interval minus the reference's (ms), NaN where either mark was not found."""
+    out = np.full(ref_start.size, np.nan)
+    for i, a in enumerate(ref_start):
+        j = int(np.searchsorted(ref_end, a, side="right"))
+        if j < ref_end.size and ref_end[j] - a <= longest:
+            out[i] = err_end_ms[j] - err_start_ms[i]
+    return out
+
+
+def print_intervals(interval_tallies: dict[str, Tally]) -> None:
+    """SD of the interval errors on cross-lead marks per delineator, beside the tolerance the audit's doubt rule uses."""
+    for interval, feature in INTERVAL_FEATURES.items():
+        cells = ", ".join(f"{name} {t.row(interval)[1]:.1f} (n {len(t.errors[interval])})" for name, t in interval_tallies.items())
+        print(f"  {interval} interval error SD on cross-lead marks: {cells}; measurement tolerance of {feature}: {FEATURES[feature].tolerance:.1f} ms")
 
 
 def print_without(tallies: dict[str, Tally], records: frozenset[str], what: str) -> None:
@@ -362,7 +393,8 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 leads = tuple(x.strip().lower() for x in args.ludb_leads.split(",") if x.strip())
                 global_tallies = {n: Tally() for n in names_used}
-                n = run_ludb(args.limit, args.tol_ms, tallies, leads, names, global_tallies)
+                interval_tallies: dict[str, Tally] = {}
+                n = run_ludb(args.limit, args.tol_ms, tallies, leads, names, global_tallies, interval_tallies)
                 title = f"LUDB, {half} half, {n} records, leads {','.join(leads) if len(leads) < 12 else 'all 12'}, +-{args.tol_ms:g} ms"
             print_table(f"{title} ({time.perf_counter() - t:.0f} s)", tallies)
             print_notes(tallies, paced[db], INSPECTED.get(db, frozenset()) if half == "untuned" else frozenset())
@@ -373,6 +405,7 @@ def main(argv: list[str] | None = None) -> int:
                 print("  LUDB's own per-lead marks around their cross-lead mark (per-lead scores include this scatter): SD "
                       + ", ".join(f"{LABELS[p]} {spread.row(p)[1]:.1f}" for p in POINTS))
                 print_notes(global_tallies, paced[db], INSPECTED.get(db, frozenset()) if half == "untuned" else frozenset())
+                print_intervals(interval_tallies)
                 results[f"{db}:{half}:global"] = global_tallies
             results[f"{db}:{half}"] = tallies
     return 0

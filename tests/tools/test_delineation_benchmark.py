@@ -52,3 +52,14 @@ def test_global_marks_are_the_median_of_each_beats_group() -> None:
     assert bench.global_marks(leads, gap=50, min_leads=2).tolist() == [104.0, 606.0]
     assert bench.global_marks(leads, gap=50, min_leads=3).tolist() == [104.0]
     assert bench.global_marks([np.array([-1]), np.zeros(0, dtype=np.int64)], gap=50, min_leads=1).size == 0
+
+
+def test_interval_errors_pair_each_start_with_the_next_end_and_subtract_the_mark_errors() -> None:
+    bench = _bench()
+    ref_on = np.array([100, 600, 1100])
+    ref_off = np.array([150, 640, 1400])  # the third end lies 300 samples after its start: too far for a 250-sample interval
+    err_on = np.array([2.0, np.nan, 0.0])  # the second onset was not found
+    err_off = np.array([-3.0, 1.0, 5.0])
+    got = bench.interval_errors(ref_on, ref_off, err_on, err_off, 250)
+    assert got[0] == -5.0  # the interval came out 5 ms short: end 3 ms early, start 2 ms late
+    assert np.isnan(got[1]) and np.isnan(got[2])
