@@ -53,7 +53,8 @@ from ecgtrace.tools.annotations import AAMI_ORDER
 from ecgtrace.tools.records import RecordInfo, open_record, read_samples
 
 METHOD = "rr-template-forest"
-VERSION = "7"  # 7: F stays F only with a QRS narrower than the record's V beats (_classify_ventricular.FUSION_WIDTH_RULE),
+VERSION = "8"  # 8: paroxysmal atrial runs against the rhythm they broke into (_classify_runs.paroxysmal);
+# 7: F stays F only with a QRS narrower than the record's V beats (_classify_ventricular.FUSION_WIDTH_RULE),
 # and the ventricular rules also decide the provisional classes the AF detector sees (false AF in MIT-BIH 207 and 223);
 # 6: an SVT run starts at a beat early against the beats before it, and bridges one interrupting beat
 # (_classify_runs; DS1 leave-one-record-out S Se 46.2 -> 61.7 %, +P 91.8 -> 93.7 %);

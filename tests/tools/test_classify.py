@@ -240,7 +240,7 @@ def test_deviant_v_rule_needs_a_missing_sinus_p():
     feats = _on_time_feats([1.5, 1.5, 1.5, 1.5, 1.0], [0.5, 0.5, 0.8, 0.5, 0.5], [0.0, 0.9, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.6, 0.0])
     res = cl._decide(feats, np.arange(5) * 2000 + 500, 250.0, None, (), 1, {}, forest=_one_class_forest("N"))
     assert res.classes.tolist() == ["V", "N", "N", "N", "N"]
-    assert res.provenance["params"]["deviant_v_rule"] == cv.DEVIANT_V_RULE and res.provenance["version"] == "7"
+    assert res.provenance["params"]["deviant_v_rule"] == cv.DEVIANT_V_RULE and res.provenance["version"] == "8"
 
 
 def test_fusion_needs_the_sinus_p_and_an_intermediate_qrs():
@@ -266,7 +266,7 @@ def test_fusion_is_narrower_than_the_records_own_v_beats():
     feats = _on_time_feats(widths, [0.5] * min_v + [0.85, 0.85], [0.0] * min_v + [0.8, 0.8], [0.0] * (min_v + 2))
     res = cl._decide(feats, np.arange(min_v + 2) * 2000 + 500, 250.0, None, (), 1, {}, forest=_one_class_forest("F"))
     assert res.classes.tolist() == ["V"] * min_v + ["V", "F"]
-    assert res.provenance["params"]["fusion_width_rule"] == cv.FUSION_WIDTH_RULE and res.provenance["version"] == "7"
+    assert res.provenance["params"]["fusion_width_rule"] == cv.FUSION_WIDTH_RULE and res.provenance["version"] == "8"
     # one V beat fewer: the record's V width is unknown, so both fusion-looking beats stay F
     labels = np.array(["V"] * (min_v - 1) + ["F", "F"])
     few = {k: v[1:] for k, v in feats.items()}
@@ -318,7 +318,7 @@ def test_svt_run_counts_from_a_rhythm_break_against_the_long_rr():
     onset = cr.onset_prematurity(rr, 8)
     assert onset[200] == pytest.approx(0.4) and onset[201] == pytest.approx(0.4)  # 8 beats before: still 7 or 8 of 800 ms
     assert onset[205] == pytest.approx(0.0) and onset[210] == pytest.approx(1.0 - 800.0 / 480.0)  # inside the run; the return
-    feats = {"rr_prev_ms": rr, "prematurity": np.zeros(n), "corr_qrs_mean": np.full(n, 0.97), "width_ratio": np.ones(n)}
+    feats = {"rr_prev_ms": rr, "prematurity": np.zeros(n), "corr_qrs_mean": np.full(n, 0.97), "width_ratio": np.ones(n), "p_corr": np.ones(n)}
     labels = np.full(n, "N")
     none = np.zeros(n, bool)
     assert np.flatnonzero(cr.svt_run(feats, labels, none)).tolist() == list(range(200, 210))
@@ -343,6 +343,33 @@ def test_svt_run_counts_from_a_rhythm_break_against_the_long_rr():
     two_wide = one_wide.copy()
     two_wide[205] = 1.5
     assert np.flatnonzero(cr.svt_run({**feats, "width_ratio": two_wide}, labels, none)).tolist() == [200, 201, 202, 203]
+
+
+def test_a_sustained_atrial_tachycardia_is_read_against_the_rhythm_it_broke_into():
+    """Hand-made: 1000 beats at 800 ms with a 400-beat run at 450 ms (longer than the long window's 150 beats either
+    side, so on time against it). With a P window unlike the dominant beat's (an ectopic P) the whole run is S; with
+    the sinus P it is a sinus tachycardia that started abruptly and stays N; a return from a slow rhythm to 700 ms
+    (under 100/min) is no tachycardia at all."""
+    from ecgtrace.tools import _classify_runs as cr
+
+    n = 1000
+    rr = np.full(n, 800.0)
+    rr[300:700] = 450.0
+    assert cr.long_prematurity(rr, 150)[450] == pytest.approx(0.0)  # the long window sees only the run
+    p_corr = np.ones(n)
+    p_corr[300:700] = -0.4
+    feats = {"rr_prev_ms": rr, "prematurity": np.zeros(n), "corr_qrs_mean": np.full(n, 0.97), "width_ratio": np.ones(n), "p_corr": p_corr}
+    labels, none = np.full(n, "N"), np.zeros(n, bool)
+    assert np.flatnonzero(cr.paroxysmal(rr, p_corr, cr.SVT_RUN_RULE)).tolist() == list(range(300, 700))
+    assert np.flatnonzero(cr.svt_run(feats, labels, none)).tolist() == list(range(300, 700))
+    assert not cr.svt_run({**feats, "p_corr": np.full(n, 0.6)}, labels, none).any()  # the sinus P: sinus tachycardia
+    slow_then_sinus = np.full(n, 1500.0)
+    slow_then_sinus[300:] = 700.0  # an AV block ends: 53 % shorter in one beat, but 86/min
+    assert not cr.paroxysmal(slow_then_sinus, np.full(n, -0.4), cr.SVT_RUN_RULE).any()
+    two = rr.copy()
+    two[300:302] = 450.0
+    two[302:700] = 800.0  # two early beats are a couplet, not a run
+    assert not cr.paroxysmal(two, p_corr, cr.SVT_RUN_RULE).any()
 
 
 def test_feature_pass_in_workers_equals_the_serial_pass(synth_record):
