@@ -45,13 +45,14 @@ from pathlib import Path
 
 import numpy as np
 
-from ecgtrace.rubrics.diagnosis_features import CSE_TOLERANCE_MS, FEATURES
+from ecgtrace.rubrics.diagnosis_features import CSE_TOLERANCE_MS
 from ecgtrace.tools.measure import delineate, detect_window_beats
 from ecgtrace.tools.records import open_record, read_samples
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _protocol import PACED_RECORDS, QTDB_TUNED  # noqa: E402
 from audit_items import INSPECTED  # noqa: E402
+from _delineation_intervals import INTERVALS, interval_errors, print_intervals  # noqa: E402
 from _delineation_rates import print_rates, run_rates  # noqa: E402
 from _wave_net_data import wave_marks  # noqa: E402
 
@@ -67,10 +68,6 @@ LUDB_LEADS = ("i", "ii", "iii", "avr", "avl", "avf", "v1", "v2", "v3", "v4", "v5
 #: Cross-lead marks: a lead's mark of one beat lies within about 40 ms of the others' (LUDB's own spread), the next
 #: beat's 270 ms or more away even at 220 bpm; 100 ms between two marks in a row separates beats.
 GLOBAL_GAP_MS = 100.0
-#: Intervals between cross-lead marks, (start mark, end mark, longest ms), checked against the measurement tolerances of the
-#: features they become (rubrics/diagnosis_features.py: the audit drops a path that hinges on a value within them).
-INTERVALS = {"PR": ("p_on", "qrs_on", 400.0), "QRS": ("qrs_on", "qrs_off", 250.0), "QT": ("qrs_on", "t_off", 700.0)}
-INTERVAL_FEATURES = {"PR": "pr_ms", "QRS": "qrs_ms", "QT": "qtc_ms"}
 REFERENCE_SPREAD = "reference spread"  # not a delineator: LUDB's per-lead marks against their own cross-lead marks
 
 
@@ -293,24 +290,6 @@ def run_ludb(limit: int | None, tol_ms: float, tallies: dict[str, Tally], leads:
                     interval_tallies.setdefault(name, Tally()).add(interval, interval_errors(ref_global[start], ref_global[end], errors[name][start], errors[name][end],
                                                                                              longest_ms * fs / 1000.0), str(number))
     return len(numbers)
-
-
-def interval_errors(ref_start: np.ndarray, ref_end: np.ndarray, err_start_ms: np.ndarray, err_end_ms: np.ndarray, longest: float) -> np.ndarray:
-    """Per reference interval (a start mark and the first end mark after it, at most ``longest`` samples later): the
-    delineator's interval minus the reference's (ms), NaN where either mark was not found."""
-    out = np.full(ref_start.size, np.nan)
-    for i, a in enumerate(ref_start):
-        j = int(np.searchsorted(ref_end, a, side="right"))
-        if j < ref_end.size and ref_end[j] - a <= longest:
-            out[i] = err_end_ms[j] - err_start_ms[i]
-    return out
-
-
-def print_intervals(interval_tallies: dict[str, Tally]) -> None:
-    """SD of the interval errors on cross-lead marks per delineator, beside the tolerance the audit's doubt rule uses."""
-    for interval, feature in INTERVAL_FEATURES.items():
-        cells = ", ".join(f"{name} {t.row(interval)[1]:.1f} (n {len(t.errors[interval])})" for name, t in interval_tallies.items())
-        print(f"  {interval} interval error SD on cross-lead marks: {cells}; measurement tolerance of {feature}: {FEATURES[feature].tolerance:.1f} ms")
 
 
 def print_without(tallies: dict[str, Tally], records: frozenset[str], what: str) -> None:
