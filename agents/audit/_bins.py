@@ -15,7 +15,11 @@ question never offers a bin the finding just answered rules out (after "PR >
 nothing above 200 ms), nor a negative bin for a non-negative value. A value
 just past the threshold can then only sit at an edge position, which made
 "pick A" beat chance. Each question records the answer positions it allows in
-``provenance.params.measurement_grounding``; :func:`balance_measurement`
+``provenance.params.measurement_grounding``, with ``edge_distance`` (the value's distance to the nearest bin
+edge) and ``tolerance`` (the feature's measurement tolerance there, :mod:`ecgtrace.rubrics.diagnosis_features`),
+both in the rule's unit: where the distance is the smaller, the neighbouring bin could be the true one. Such
+questions are kept (ERB's 10 ms PR bins are narrower than two tolerances, so every PR answer would go) and
+can be filtered on these fields; :func:`balance_measurement`
 places every answer over a whole set (a record's, then the final dataset's)
 so that each position holds at most ``T/n + 1`` of the ``T`` questions with
 ``n`` options: most constrained questions first, each at its least-used
@@ -35,6 +39,7 @@ import numpy as np
 
 from ecgtrace.agents.audit._surface import _pick
 from ecgtrace.agents.audit.engine import MissingFeature, feature_in_unit
+from ecgtrace.rubrics.diagnosis_features import feature_tolerance
 from ecgtrace.rubrics.diagnosis_schema import GroundingRule, unit_factor
 
 SKIP_POSITION = "balance_measurement_position"
@@ -126,8 +131,17 @@ def measurement_entry(rule: GroundingRule, features: dict[str, Any], rng: np.ran
         positions = [p for p in range(n) if not any(_excluded(k * width, (k + 1) * width, value, bound) for k in range(k0 - p, k0 - p + n))]
         if positions:
             return {"question": _pick(rng, rule.questions), "k0": int(k0), "width": width, "unit": rule.unit or "", "n": int(n),
-                    "positions": positions, "chosen": positions[int(rng.integers(len(positions)))], "dropped": None}
+                    "positions": positions, "chosen": positions[int(rng.integers(len(positions)))], "dropped": None,
+                    **edge_margin(rule, value, [k0 * width, (k0 + 1) * width])}
     raise GroundingSkipped("no_bins_clear_of_the_finding")
+
+
+def edge_margin(rule: GroundingRule, value: float, edges: list[float]) -> dict[str, float]:
+    """How far ``value`` lies from the nearest of ``edges`` and the feature's measurement tolerance there, both in the
+    rule's unit: with ``edge_distance`` under ``tolerance`` the neighbouring bin could hold the true value."""
+    factor = unit_factor(rule.feature or "", rule.unit or "") or 1.0
+    nearest = min(edges, key=lambda edge: abs(value - edge))
+    return {"edge_distance": round(abs(value - nearest), 9), "tolerance": round(feature_tolerance(rule.feature or "", nearest * factor) / factor, 9)}
 
 
 def _edge_window(edges: list[float], p: int, q: int, value: float, bound: tuple[str, float] | None
@@ -158,7 +172,7 @@ def _edges_entry(rule: GroundingRule, value: float, rng: np.random.Generator, bo
     windows = {str(pos): [found[pos][int(i)] for i in rng.permutation(len(found[pos]))] for pos in positions}
     return {"question": _pick(rng, rule.questions), "style": "edges", "edges": edges, "value": float(value), "bound": list(bound) if bound else None,
             "unit": rule.unit or "", "n": int(n), "windows": windows, "positions": positions,
-            "chosen": positions[int(rng.integers(len(positions)))], "dropped": None}
+            "chosen": positions[int(rng.integers(len(positions)))], "dropped": None, **edge_margin(rule, value, edges)}
 
 
 def measurement_from_entry(entry: dict[str, Any]) -> dict[str, Any]:

@@ -108,3 +108,16 @@ def test_absent_findings_are_grounded_where_the_signal_settles_the_answer(synth_
             assert asked + len(skipped) == len(crit.grounding), (item["id"], step["criterion"])  # each rule asked or skipped with a reason
     assert absent >= 20 and grounded >= 0.5 * absent, (grounded, absent)
     assert {"lead", "measurement"} <= kinds
+
+
+def test_every_measurement_question_says_how_far_its_value_lies_from_a_bin_edge():
+    from ecgtrace.rubrics.diagnosis_features import FEATURES
+
+    edges_rule = GroundingRule(kind="measurement", feature="pr_ms", unit="ms", bin_edges=PR_EDGES, questions=["What is the PR interval?"])
+    entry = measurement_entry(edges_rule, {"pr_ms": 226.0}, np.random.default_rng(0), (">", 200.0))
+    assert entry["edge_distance"] == pytest.approx(4.0)  # 230 ms is the nearest edge
+    assert entry["tolerance"] == pytest.approx(FEATURES["pr_ms"].tolerance)  # 6.0 ms: the neighbouring bin could hold it
+    width_rule = GroundingRule(kind="measurement", feature="qrs_ms", unit="s", bin_width=0.02, questions=["QRS?"])
+    entry = measurement_entry(width_rule, {"qrs_ms": 131.0}, np.random.default_rng(0), None)
+    assert entry["edge_distance"] == pytest.approx(0.009)  # in the rule's unit (s): 131 ms sits 9 ms from 140 ms and 11 from 120
+    assert entry["tolerance"] == pytest.approx(FEATURES["qrs_ms"].tolerance / 1000.0)
