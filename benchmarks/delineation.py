@@ -60,7 +60,6 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
 POINTS = ("p_on", "p_off", "qrs_on", "qrs_off", "t_off")
 LABELS = {"p_on": "P on", "p_off": "P off", "qrs_on": "QRS on", "qrs_off": "QRS off", "t_off": "T off"}
-CSE_SD_MS = CSE_TOLERANCE_MS  # 2 SD_CSE per mark
 NK_KEYS = {"p_on": "ECG_P_Onsets", "p_off": "ECG_P_Offsets", "qrs_on": "ECG_R_Onsets", "qrs_off": "ECG_R_Offsets", "t_off": "ECG_T_Offsets"}
 SHORT = {"ecgtrace": "ours", "ecgtrace rules": "rules", "neurokit2 dwt": "nk dwt"}
 DELINEATORS = ("ecgtrace", "ecgtrace rules", "neurokit2 dwt")
@@ -321,11 +320,11 @@ def print_table(title: str, tallies: dict[str, Tally]) -> None:
             table.add_column(f"{SHORT.get(name, name)} {col}", justify="right")
     table.add_column("marks", justify="right")
     for point in POINTS:
-        cells = [LABELS[point], f"{CSE_SD_MS[point]:.1f}"]
+        cells = [LABELS[point], f"{CSE_TOLERANCE_MS[point]:.1f}"]
         n = 0
         for tally in tallies.values():
             mean, sd, found, n = tally.row(point)
-            ok = "[green]" if sd <= CSE_SD_MS[point] else "[red]"
+            ok = "[green]" if sd <= CSE_TOLERANCE_MS[point] else "[red]"
             cells += [f"{mean:+.1f}", f"{ok}{sd:.1f}[/]", f"{round(found * n)} ({100 * found:.1f}%)"]
         cells.append(str(n))
         table.add_row(*cells)

@@ -5,6 +5,7 @@ Used by :mod:`ecgtrace.rubrics.diagnosis_schema`; every error names the file, th
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from ecgtrace.errors import RubricError
@@ -67,19 +68,22 @@ def reachability_problems(graph: DiagnosisGraph) -> list[Problem]:
     return problems
 
 
-def diagnosis_references(node: Any, loc: tuple[Any, ...] = ()) -> list[tuple[tuple[Any, ...], str]]:
-    """``(location, graph id)`` of every finding leaf under ``node`` that names another diagnosis."""
+def finding_leaves(node: Any, loc: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], dict[str, Any]]]:
+    """``(location, leaf)`` of every leaf test (a node with a ``feature``) under a finding's ``all``/``any``/``not`` tree."""
     if not isinstance(node, dict):
-        return []
-    if node.get("feature") == DECISION_FEATURE:
-        return [(loc + ("diagnosis",), str(node.get("diagnosis")))]
-    out: list[tuple[tuple[Any, ...], str]] = []
+        return
     for key in ("all", "any"):
         for position, child in enumerate(node.get(key) or []):
-            out += diagnosis_references(child, loc + (key, position))
+            yield from finding_leaves(child, loc + (key, position))
     if "not" in node:
-        out += diagnosis_references(node["not"], loc + ("not",))
-    return out
+        yield from finding_leaves(node["not"], loc + ("not",))
+    if "feature" in node:
+        yield loc, node
+
+
+def diagnosis_references(node: Any, loc: tuple[Any, ...] = ()) -> list[tuple[tuple[Any, ...], str]]:
+    """``(location, graph id)`` of every finding leaf under ``node`` that names another diagnosis."""
+    return [(where + ("diagnosis",), str(leaf.get("diagnosis"))) for where, leaf in finding_leaves(node, loc) if leaf.get("feature") == DECISION_FEATURE]
 
 
 def check_references(graphs: dict[str, DiagnosisGraph]) -> None:

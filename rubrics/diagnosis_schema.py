@@ -31,14 +31,14 @@ from typing import Any, Literal
 from pydantic import Field, field_validator
 
 from ecgtrace.errors import RubricError
-from ecgtrace.rubrics._graph_checks import DECISIONS, DIAGNOSE, RULE_OUT, check_references, reachability_problems
+from ecgtrace.rubrics._graph_checks import DECISIONS, DIAGNOSE, RULE_OUT, check_references, finding_leaves, reachability_problems
 from ecgtrace.rubrics.diagnosis_features import DECISION_FEATURE, FEATURES, WAVE_TARGETS, FeatureSpec, unit_factor
 from ecgtrace.rubrics.label_map import LabelMap, StatementDoubt, StrictModel
 from ecgtrace.rubrics.loading import builtin_dir, load_model, read_yaml, rubric_error
 
 __all__ = [
     "DECISIONS", "DECISION_FEATURE", "DIAGNOSE", "FEATURES", "OPS", "RULE_OUT", "WAVE_TARGETS", "Criterion", "DiagnosisGraph", "FeatureSpec", "GroundingRule",
-    "LabelMap", "Requires", "StatementDoubt", "distractor_wordings", "graph_problems", "load_diagnoses", "load_diagnosis", "unit_factor", "validate_diagnosis_file",
+    "LabelMap", "Requires", "StatementDoubt", "distractor_wordings", "finding_leaves", "graph_problems", "load_diagnoses", "load_diagnosis", "unit_factor", "validate_diagnosis_file",
 ]
 
 #: Decision targets a branch may name besides a criterion id (DIAGNOSE, RULE_OUT, DECISIONS from _graph_checks).

@@ -177,9 +177,9 @@ def median_beat_qrs(res: dict[str, np.ndarray], fs_hz: float, qrs_bounds: QrsBou
 def drop_impossible_marks(res: dict[str, np.ndarray]) -> int:
     """Remove (set to -1, in place) the marks of one lead that no heart can produce; returns how many were removed.
 
-    The QRS boundaries are the anchors (the most reliable marks): a P mark at or after its beat's QRS onset, a T mark
-    at or before its beat's QRS offset or at or after the next beat's QRS onset, and a P or T wave whose onset lies
-    after its own offset are dropped, never moved (the beat-to-beat projection and the cross-lead correction move
+    The QRS boundaries are the anchors (the most reliable marks): a P mark after its beat's QRS onset, a T mark
+    before its beat's QRS offset or at or after the next beat's QRS onset, and the ends of a P or T wave whose onset
+    lies after its own offset are dropped, never moved (the beat-to-beat projection and the cross-lead correction move
     marks one at a time and can push one across another).
     """
     qrs_on, qrs_off = res["qrs_on"], res["qrs_off"]

@@ -24,9 +24,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ecgtrace.agents.audit.engine import MissingFeature, NotApplicable, Path, compare, evaluate, evaluate_predicate, finding_threshold, lead_values
+from ecgtrace.agents.audit.engine import MissingFeature, NotApplicable, Path, compare, evaluate, evaluate_predicate, finding_threshold, selected_leads
 from ecgtrace.rubrics.diagnosis_features import DECISION_FEATURE, feature_tolerance
-from ecgtrace.rubrics.diagnosis_schema import DiagnosisGraph, load_diagnoses
+from ecgtrace.rubrics.diagnosis_schema import DiagnosisGraph, finding_leaves, load_diagnoses
 
 DOUBT_VERSION = "1"
 
@@ -48,10 +48,6 @@ class Doubt:
         """The builder's drop reason, e.g. ``measurement_doubtful:cornell:cornell_product_mvs``."""
         where = f"@{self.lead}" if self.lead else ""
         return f"measurement_doubtful:{self.criterion}:{self.feature}{where}"
-
-    def to_json(self) -> dict[str, Any]:
-        return {"criterion": self.criterion, "feature": self.feature, "lead": self.lead,
-                "measured": round(self.measured, 4), "threshold": round(self.threshold, 4), "tolerance": round(self.tolerance, 4)}
 
 
 def find_doubt(graph: DiagnosisGraph, features: dict[str, Any], graphs: dict[str, DiagnosisGraph] | None = None) -> Doubt | None:
@@ -108,22 +104,12 @@ def _leaves(graph: DiagnosisGraph, pool: dict[str, DiagnosisGraph]) -> Iterator[
         seen.add(current.id)
         todo.extend(pool[g] for g in current.requires.not_with if g in pool)
         for crit in current.criteria.values():
-            for node in _leaf_nodes(crit.finding):
+            for _, node in finding_leaves(crit.finding):
                 if node.get("feature") == DECISION_FEATURE:
                     if node.get("diagnosis") in pool:
                         todo.append(pool[node["diagnosis"]])
                 elif not isinstance(node.get("value"), bool):
                     yield node
-
-
-def _leaf_nodes(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    for key in ("all", "any"):
-        for child in node.get(key, ()):
-            yield from _leaf_nodes(child)
-    if "not" in node:
-        yield from _leaf_nodes(node["not"])
-    if "feature" in node:
-        yield node
 
 
 def _numeric_values(node: dict[str, Any], features: dict[str, Any]) -> Iterator[tuple[str | None, float]]:
@@ -134,11 +120,11 @@ def _numeric_values(node: dict[str, Any], features: dict[str, Any]) -> Iterator[
         if _is_number(value):
             yield None, float(value)
         return
-    wanted = [node["lead"]] if "lead" in node else node.get("leads", "all")
-    wanted_norm = None if wanted == "all" else {w.strip().upper() for w in wanted}
-    for lead, value in lead_values(features, name).items():
-        if (wanted_norm is None or lead.strip().upper() in wanted_norm) and _is_number(value):
-            yield lead, float(value)
+    try:
+        chosen = selected_leads(features, node)
+    except MissingFeature:
+        return
+    yield from ((lead, float(value)) for lead, value in chosen.items() if _is_number(value))
 
 
 def _is_number(value: Any) -> bool:

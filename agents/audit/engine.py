@@ -131,7 +131,12 @@ def lead_values(features: dict[str, Any], name: str) -> dict[str, Any]:
     return {lead: v for lead, v in table.items() if v is not None and not (isinstance(v, float) and not math.isfinite(v))}
 
 
-def _selected_leads(features: dict[str, Any], node: dict[str, Any]) -> dict[str, Any]:
+def selected_leads(features: dict[str, Any], node: dict[str, Any]) -> dict[str, Any]:
+    """The measured values of the leads a leaf test names (``lead``, ``leads`` or all), keyed by the record's lead names.
+
+    Raises:
+        MissingFeature: none of them was measured.
+    """
     name = node["feature"]
     values = lead_values(features, name)
     by_norm = {_norm(lead): lead for lead in values}
@@ -209,7 +214,7 @@ def evaluate_predicate(node: dict[str, Any], features: dict[str, Any], record: d
         if record is not None:
             record[name] = measured
         return compare(measured, op, threshold)
-    chosen = _selected_leads(features, node)
+    chosen = selected_leads(features, node)
     hits = [lead for lead, v in chosen.items() if compare(v, op, threshold)]
     if record is not None:
         record.setdefault(f"{name}@leads", {}).update(chosen)
@@ -256,7 +261,7 @@ def grounding_leads(rule: GroundingRule, features: dict[str, Any], value: float 
     """
     node = {"feature": rule.feature, "op": rule.op, "value": rule.value if value is None else value, "unit": rule.unit, "leads": rule.leads or "all"}
     threshold = finding_threshold(node)
-    chosen = _selected_leads(features, node)
+    chosen = selected_leads(features, node)
     return [lead for lead, v in chosen.items() if compare(v, rule.op or ">", threshold)]
 
 
