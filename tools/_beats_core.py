@@ -28,8 +28,8 @@ is under ``voter_weight`` is left out of the vote there). A candidate closer
 than 360 ms to the previous beat with under half its slope is a T wave. A
 search-back pass fills RR gaps longer than 1.66 x the local median RR with the
 best candidate that passes half of every threshold. Each beat then moves to the
-largest absolute deflection (from the local median baseline) of its best lead
-within +-50 ms.
+same point of its QRS as the other beats of its 60-s block of the same shape,
+within +-50 ms (:mod:`ecgtrace.tools._beats_fiducial`).
 
 Artifact spans: a block is an artifact when every lead is bad there, i.e.
 unusable, white-noise-like in that block alone (25-45 Hz / 5-15 Hz ratio
@@ -62,11 +62,12 @@ from scipy.ndimage import maximum_filter1d, uniform_filter1d
 from scipy.signal import find_peaks, sosfilt, sosfiltfilt
 
 from ecgtrace.tools._beats_excursion import implausible_blocks, lf_quiet_share
+from ecgtrace.tools._beats_fiducial import refine_beats
 from ecgtrace.tools._beats_grid import DetectorParams, band_edges, bandpass_sos, block_centres_local, block_reduce, nanmedian_rows, sliding
 
 __all__ = ["ALGORITHM_VERSION", "ChunkDetections", "DetectorParams", "detect_chunk"]
 
-ALGORITHM_VERSION = "2"
+ALGORITHM_VERSION = "3"  # 3: a beat is placed on its QRS as the other beats of its block are, not at its own largest deflection
 
 
 @dataclass
@@ -260,17 +261,20 @@ def _finish(x: np.ndarray, beats: np.ndarray, fused: np.ndarray, q_s: np.ndarray
     score = fused[beats]
     weighted = ev.norm_env[:, beats] * (q_s[:, beats] > 0)
     support = (weighted >= p.support_threshold).astype(np.int8).T
-    refined = _refine(x, beats, np.argmax(weighted, axis=0), fs_hz, p.refine_ms)
+    # which beats survive is decided on each beat's largest deflection (as tuned); where it lies is its fiducial point
+    placed, refined = refine_beats(x, beats, weighted, fs_hz, p.refine_ms, offset=offset, block_s=p.fiducial_block_s)
     order = np.argsort(refined, kind="stable")
-    refined, support, score = refined[order], support[order], score[order]
+    refined, placed, support, score = refined[order], placed[order], support[order], score[order]
     keep = _refractory_keep(refined, score, max(int(round(p.refractory_ms * fs_hz / 1000.0)), 1))
     if excursion.any():
         implausible = implausible_blocks(x, refined, offset, block, first_block, excursion, ev.lead_bad, fs_hz, p)
         artifact_blocks = artifact_blocks | _grow(implausible, weak | excursion_edge, p.artifact_grow_blocks)
     keep &= ~artifact_blocks[(offset + refined) // block - first_block]  # refinement never enters an artifact span
-    lead_ev = weighted.T[order][keep].astype(np.float32)
-    lead_q = q_s[:, beats].T[order][keep].astype(np.float32)
-    return ChunkDetections(refined[keep] + offset, support[keep], score[keep].astype(np.float32), artifact_blocks, first_block, block, lead_ev, lead_q)
+    kept = np.flatnonzero(keep)
+    kept = kept[np.argsort(placed[kept], kind="stable")]  # fiducial points keep the beats' order (each lies within refine_ms of its candidate)
+    lead_ev = weighted.T[order][kept].astype(np.float32)
+    lead_q = q_s[:, beats].T[order][kept].astype(np.float32)
+    return ChunkDetections(placed[kept] + offset, support[kept], score[kept].astype(np.float32), artifact_blocks, first_block, block, lead_ev, lead_q)
 
 
 def _grow(blocks: np.ndarray, weak: np.ndarray, n_grow: int) -> np.ndarray:
@@ -372,21 +376,3 @@ def _local_median_rr(pos: np.ndarray, rr: np.ndarray, fs_hz: float, half_s: floa
     if width and enough.any():
         med[enough] = nanmedian_rows(vals[enough])
     return med
-
-
-def _refine(x: np.ndarray, beats: np.ndarray, best: np.ndarray, fs_hz: float, refine_ms: float) -> np.ndarray:
-    """Move each beat to the largest |deflection| from the local median baseline on its best lead."""
-    n = x.shape[0]
-    r = max(int(round(refine_ms * fs_hz / 1000.0)), 1)
-    base_half = max(int(round(0.25 * fs_hz)), r)
-    offs = np.arange(-base_half, base_half + 1)
-    pos = np.clip(beats[:, None] + offs[None, :], 0, n - 1)
-    win = x[pos, best[:, None]]
-    finite = np.isfinite(win)
-    win = np.where(finite.any(axis=1, keepdims=True), win, 0.0)  # a window with no finite sample stays put
-    win = np.where(np.isfinite(win), win, np.nan)
-    baseline = nanmedian_rows(win)[:, None]
-    inner = np.abs(win[:, base_half - r : base_half + r + 1] - baseline)
-    inner = np.nan_to_num(inner, nan=-1.0)
-    shift = np.argmax(inner, axis=1) - r
-    return np.clip(beats + shift, 0, n - 1).astype(np.int64)

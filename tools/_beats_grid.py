@@ -46,6 +46,7 @@ class DetectorParams:
     twave_window_ms: float = 360.0
     twave_slope_ratio: float = 0.5
     refine_ms: float = 50.0  # R-peak refinement half-window
+    fiducial_block_s: float = 60.0  # the beats of one block of the record's time grid are placed on their QRS together (_beats_fiducial)
     hf_band_hz: tuple[float, float] = (25.0, 45.0)  # noise band for the quality index
     hf_ratio_good: float = 0.6
     hf_ratio_bad: float = 1.0

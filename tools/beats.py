@@ -2,8 +2,9 @@
 
 The per-chunk engine lives in :mod:`ecgtrace.tools._beats_core` (multi-lead
 band-pass slope energy, windowed adaptive thresholds, lead fusion by
-consensus or one strong lead, T-wave rejection, RR search-back, refinement to
-the largest deflection within +-50 ms on the best lead).
+consensus or one strong lead, T-wave rejection, RR search-back, and placement
+within +-50 ms at the same point of the QRS as the other beats of its 60-s block,
+:mod:`ecgtrace.tools._beats_fiducial`).
 
 Chunking: :func:`ecgtrace.tools.records.chunk_bounds` gives chunks whose cores
 tile the record; each chunk carries ``overlap_s`` of warm-up signal on each
@@ -13,6 +14,10 @@ excursion index's reference 10.5 s), so with ``overlap_s >= params.min_overlap_s
 (raised to it automatically) two chunks see the same evidence around a seam and take
 the same decision there: no beat is lost or counted twice. A final guard
 merges any pair of beats closer than the refractory period across a seam.
+Beats are placed on their QRS per 60-s block of the record's time grid, so
+with a ``chunk_s`` that is a whole multiple of 60 s (the default 600 s) every
+beat also lies at exactly the sample the whole record gives it; other chunk
+lengths may move a beat near a block that straddles a seam by a few samples.
 
 Example:
     >>> table = detect_beats("../shared/data/mitdb/100")            # doctest: +SKIP
