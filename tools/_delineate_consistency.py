@@ -174,13 +174,14 @@ def median_beat_qrs(res: dict[str, np.ndarray], fs_hz: float, qrs_bounds: QrsBou
     return moved
 
 
-def drop_impossible_marks(res: dict[str, np.ndarray]) -> int:
+def drop_impossible_marks(res: dict[str, np.ndarray], min_gap: int = 1) -> int:
     """Remove (set to -1, in place) the marks of one lead that no heart can produce; returns how many were removed.
 
     The QRS boundaries are the anchors (the most reliable marks): a P mark after its beat's QRS onset, a T mark
-    before its beat's QRS offset or at or after the next beat's QRS onset, and the ends of a P or T wave whose onset
-    lies after its own offset are dropped, never moved (the beat-to-beat projection and the cross-lead correction move
-    marks one at a time and can push one across another).
+    before its beat's QRS offset or less than ``min_gap`` samples before the next beat's QRS onset, and the ends of a
+    P or T wave whose onset lies after its own offset are dropped, never moved (the beat-to-beat projection and the
+    cross-lead correction move marks one at a time and can push one across another). ``min_gap`` > 1 keeps a T end
+    apart from the next QRS onset once both are rounded to a coarser record rate (:func:`record_gap`).
     """
     qrs_on, qrs_off = res["qrs_on"], res["qrs_off"]
     next_on = np.concatenate([qrs_on[1:], [-1]])
@@ -193,8 +194,17 @@ def drop_impossible_marks(res: dict[str, np.ndarray]) -> int:
             if wave == "p":
                 bad = (marks >= 0) & (qrs_on >= 0) & (marks > qrs_on)
             else:
-                bad = (marks >= 0) & (((qrs_off >= 0) & (marks < qrs_off)) | ((next_on >= 0) & (marks >= next_on)))
+                bad = (marks >= 0) & (((qrs_off >= 0) & (marks < qrs_off)) | ((next_on >= 0) & (marks > next_on - min_gap)))
             bad |= reversed_wave & (marks >= 0) & (name != f"{wave}_peak")
             removed += int(np.count_nonzero(bad))
             marks[bad] = -1
     return removed
+
+
+def record_gap(internal_hz: float, record_hz: float) -> int:
+    """Internal samples two marks need between them to stay apart once rounded to the record's rate.
+
+    Rounding half to even can bring marks ``ratio`` internal samples apart onto one record sample (3 and 5 at
+    a ratio of 2 both round to 2), so the gap is one more than the ratio.
+    """
+    return int(np.ceil(internal_hz / record_hz)) + 1

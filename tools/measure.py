@@ -40,7 +40,7 @@ from ecgtrace.jsonio import write_through_temp_folder
 from ecgtrace.tools._atrial import atrial_activity
 from ecgtrace.tools._delineate import AMPLITUDES, POINTS, SIGNAL_KEYS, DelineationParams, delineate_lead
 from ecgtrace.tools._delineate_filters import preprocess
-from ecgtrace.tools._delineate_consistency import ConsistencyParams, beat_consistency, drop_impossible_marks
+from ecgtrace.tools._delineate_consistency import ConsistencyParams, beat_consistency, drop_impossible_marks, record_gap
 from ecgtrace.tools._delineate_p import clear_p_marks, p_wave_rule
 from ecgtrace.tools._delineate_measures import LeadMeasurements, WindowMeasurements, measure_delineation
 from ecgtrace.tools._delineate_waves import global_j_point, lead_morphology, pathological_q
@@ -49,6 +49,7 @@ from ecgtrace.tools._wave_net import WaveNet, load_wave_net, wave_probabilities
 from ecgtrace.tools.clipping import clipped_leads
 from ecgtrace.tools.records import SignalWindow
 
+# 9: a T end must lie apart from the next QRS onset once both are rounded to the record's rate;
 # 8: marks no heart produces (a P mark after its QRS onset, a T mark past the next QRS onset) are dropped, on either method;
 # 7: QRS on/off, P on/off and T off from the wave net (tools._wave_net) where it sees the wave (benchmarks/delineation.py);
 # 6: a terminal S counts for monophasic_r only as far as the signal comes back up from it by the J point (LBBB's
@@ -56,7 +57,7 @@ from ecgtrace.tools.records import SignalWindow
 #    negatives and RBBB unchanged);
 # 5: P waves kept when 2 of 12 leads show them (was 3); 4: QRS offset from the median beat;
 # 3: beat-to-beat template projection of P on/off and T off (_delineate_consistency)
-MEASURE_VERSION = "8"
+MEASURE_VERSION = "9"
 CROSS_LEAD_MIN_LEADS = 3
 #: ``delineate(method=...)``: the learned segmenter's boundaries where it sees the wave, or the rules alone.
 DELINEATION_METHODS = ("wavenet", "rules")
@@ -266,7 +267,7 @@ def delineate(
     cp = consistency or ConsistencyParams()
     projected = sum(beat_consistency(res, local, fs_int, cp) for res in results) if beat_template else 0
     corrected = _cross_lead_correction(results, fs_int, voting) if cross_lead and len(voting) >= CROSS_LEAD_MIN_LEADS else 0
-    impossible = sum(drop_impossible_marks(res) for res in results)
+    impossible = sum(drop_impossible_marks(res, record_gap(fs_int, window.fs_hz)) for res in results)
     j_point = global_j_point(np.stack([results[j]["qrs_off"] for j in voting])) if results else np.zeros(0, dtype=np.int64)
     per_lead = {lead: _lead_result(lead, res, pw, fs_int, window, j_point) for lead, res, pw in zip(window.leads, results, p_waves)}
     atrial = atrial_activity(results, local, fs_int, p_waves)

@@ -167,3 +167,25 @@ def test_impossible_marks_are_dropped_and_the_qrs_anchors_kept() -> None:
     for name in ("qrs_on", "r_peak", "qrs_off"):
         assert res[name].tolist() == before[name].tolist()
     assert drop_impossible_marks(res) == 0  # nothing left to drop
+
+
+def test_a_t_end_that_would_round_onto_the_next_qrs_onset_is_dropped() -> None:
+    from ecgtrace.tools._delineate_consistency import drop_impossible_marks, record_gap
+    from ecgtrace.tools._delineation import marks_to_record
+
+    def beats(t_off_0: int) -> dict[str, np.ndarray]:
+        none = np.array([-1, -1], dtype=np.int64)
+        return {"p_on": none.copy(), "p_peak": none.copy(), "p_off": none.copy(), "qrs_on": np.array([100, 405]), "r_peak": np.array([110, 415]),
+                "qrs_off": np.array([130, 435]), "t_on": np.array([200, -1]), "t_peak": np.array([300, -1]), "t_off": np.array([t_off_0, -1])}
+
+    # internal 500 Hz, record 250 Hz: a T end at internal 403 and the next QRS onset at 405 are apart, but both
+    # land on record sample 202 (201.5 and 202.5 round half to even)
+    assert marks_to_record(np.array([403, 405]), 500.0, 250.0, 0, 1000)[0].tolist() == [202, 202]
+    assert record_gap(500.0, 250.0) == 3 and record_gap(500.0, 1000.0) == 2
+    close = beats(403)
+    assert drop_impossible_marks(close) == 0  # apart at the internal rate: the default gap keeps it
+    close = beats(403)
+    assert drop_impossible_marks(close, record_gap(500.0, 250.0)) == 1 and close["t_off"][0] == -1
+    apart = beats(402)  # record sample 201, before the onset's 202
+    assert marks_to_record(np.array([402]), 500.0, 250.0, 0, 1000)[0].tolist() == [201]
+    assert drop_impossible_marks(apart, record_gap(500.0, 250.0)) == 0 and apart["t_off"][0] == 402
