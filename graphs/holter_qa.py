@@ -56,6 +56,7 @@ class BuildOptions(TypedDict, total=False):
     paraphrase: bool
     measure: bool
     render_jobs: int  # worker processes for PNG/MP4 rendering (1: in the node's thread)
+    detected_kinds: str  # records without a reference .atr: "validated" (default) or "all" (agents.holter.verifier)
 
 
 class HolterQAState(TypedDict, total=False):
@@ -133,7 +134,7 @@ def write_items_node(task: WriteTask) -> dict[str, Any]:
 def verify_node(state: HolterQAState) -> dict[str, Any]:
     facts = load_facts(state["annotation"]["path"])
     items = sorted(state.get("items") or [], key=lambda it: it["id"])
-    kept, dropped = verifier.verify(facts, items)
+    kept, dropped = verifier.verify(facts, items, detected_kinds=state["options"].get("detected_kinds", "validated"))
     return {"kept": kept, "dropped": dropped}
 
 
@@ -216,6 +217,7 @@ def build_versions(options: BuildOptions) -> dict[str, Any]:
     for name, attr in (("rhythm", "RHYTHM_VERSION"), ("hr", "HR_VERSION"), ("render", "RENDER_VERSION")):
         versions[name] = getattr(importlib.import_module(f"ecgtrace.tools.{name}"), attr, "?")
     versions["measure"] = importlib.import_module("ecgtrace.tools.measure").measure_identity()  # evidence reads morphology from measure_window
+    versions["signal_trust"] = importlib.import_module("ecgtrace.tools.signal_trust").table_identity()  # which detected kinds items may assert
     versions["options"] = {k: v for k, v in options.items() if k not in NOT_SHAPING_OPTIONS}
     return versions
 

@@ -43,8 +43,12 @@ def bundle_dir(cache_root: str | os.PathLike[str] | None = None) -> Path:
     return Path(cache_root if cache_root is not None else default_cache_dir()) / "holter"
 
 
-def load_record(record: str | os.PathLike[str], *, fs_hz: float | None = None) -> dict[str, Any]:
+def load_record(record: str | os.PathLike[str], *, fs_hz: float | None = None, use_reference: bool = True) -> dict[str, Any]:
     """Validate a record and return its plain-JSON reference (``RecordRef`` fields plus patient and hash).
+
+    ``use_reference=False`` ignores a ``.atr`` beside a signal record: the
+    record is then annotated by the detectors, as a user's Holter would be
+    (``benchmarks/signal_trust.py`` compares both on expert-annotated records).
 
     Annotation-only records (LTAFDB, NSR2DB) need ``fs_hz``; their duration is
     taken from the last annotation and they have no leads. The record is
@@ -55,13 +59,14 @@ def load_record(record: str | os.PathLike[str], *, fs_hz: float | None = None) -
     source = resolve_record(record)
     info = _open_signals(source)
     if info is not None:
-        if source.has_reference() and info.kind == "wfdb":
+        annotated = use_reference and source.has_reference() and info.kind == "wfdb"
+        if annotated:
             from ecgtrace.tools.reference_check import checked_reference
 
             checked_reference(info, "atr")  # an empty, foreign or corrupt .atr never becomes ground truth
         ref = {"db": source.db, "id": source.name, "path": str(source.base), "fs_hz": float(info.fs_hz),
                "leads": list(info.usable_leads), "duration_s": round(float(info.duration_s), 6),
-               "patient": dict(info.patient), "annotated": source.has_reference() and info.kind == "wfdb"}
+               "patient": dict(info.patient), "annotated": annotated}
     else:
         if not source.has_reference():
             raise RecordError(f"{source.base}: neither a readable signal record nor a .atr annotation file")
@@ -118,7 +123,7 @@ def annotate(record_ref: dict[str, Any], cache_dir: str | os.PathLike[str] | Non
     folder = Path(cache_dir) if cache_dir is not None else bundle_dir()
     target = folder / f"{record_ref['id']}-{key}.json"
     if not target.exists():
-        bundle = _reference_bundle(record_ref, fs_hz) if record_ref.get("annotated") else _detected_bundle(record_ref, annotation_store)
+        bundle = reference_bundle(record_ref, fs_hz) if record_ref.get("annotated") else detected_bundle(record_ref, annotation_store)
         bundle["key"] = key
         write_json_atomic(target, bundle)
     from ecgtrace.agents.holter.facts import load_facts
@@ -127,7 +132,7 @@ def annotate(record_ref: dict[str, Any], cache_dir: str | os.PathLike[str] | Non
     return {"path": str(target), "source": facts.source, "summary": facts.summary()}
 
 
-def _reference_bundle(record_ref: dict[str, Any], fs_hz: float | None) -> dict[str, Any]:
+def reference_bundle(record_ref: dict[str, Any], fs_hz: float | None) -> dict[str, Any]:
     from ecgtrace.tools.annotations import read_reference_annotations
 
     base = Path(record_ref["path"])
@@ -152,7 +157,7 @@ def _reference_bundle(record_ref: dict[str, Any], fs_hz: float | None) -> dict[s
                    extra={"noise_source": noise_source, "seams_ms": []})
 
 
-def _detected_bundle(record_ref: dict[str, Any], annotation_store: str | os.PathLike[str] | None) -> dict[str, Any]:
+def detected_bundle(record_ref: dict[str, Any], annotation_store: str | os.PathLike[str] | None) -> dict[str, Any]:
     """The detectors' beats and events (``ecgtrace.tools.annotate``), for records without reference annotations."""
     from ecgtrace.tools.annotate import CHUNK_S, annotate_record
 

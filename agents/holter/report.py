@@ -15,6 +15,8 @@ LABELS: dict[str, tuple[str, str]] = {
 }
 #: Diagnosis answers: the label of a window's single finding.
 DIAGNOSIS_LABELS: dict[str, str] = {**{k: KINDS[k].diagnosis for k in QA_EVENT_KINDS}, NORMAL: NORMAL_DIAGNOSIS}
+#: The other way round: diagnosis label -> kind (``"premature atrial contraction"`` -> ``"pac"``).
+KIND_OF_LABEL: dict[str, str] = {label: kind for kind, label in DIAGNOSIS_LABELS.items()}
 #: The fields of the statistical overview (the JSON report's keys).
 STATISTICS_FIELDS = ("duration_s", "total_beats", "mean_hr_bpm", "max_hr_bpm", "min_hr_bpm", "pct_time_hr_gt_100", "pct_time_hr_lt_60",
                      "pac_total", "pac_pct", "pvc_total", "pvc_pct", "couplets", "runs", "bigeminy_episodes", "trigeminy_episodes", "pauses", "rhythm")

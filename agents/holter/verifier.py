@@ -13,7 +13,13 @@ with its own rules, and drops an item, recording why, when:
   (``ambiguous ...``);
 * a distractor could itself be a correct answer (``distractor ...``; each task
   type's ``verify_distractors``);
-* the question text shows a missing field or a wrong article ("a 82-year-old") (``question ...``).
+* the question text shows a missing field or a wrong article ("a 82-year-old") (``question ...``);
+* on a record annotated by the detectors (no reference ``.atr``), the item
+  asserts the presence or absence of an event kind whose detection from the
+  signal is not validated against expert annotations on untuned records
+  (``not validated from the signal: <kind>: <measured Se/+P>``; the measured
+  table is :mod:`ecgtrace.tools.signal_trust`). ``detected_kinds="all"``
+  keeps such items, and each then records the verdict on its kinds.
 """
 
 from __future__ import annotations
@@ -25,9 +31,13 @@ import numpy as np
 
 from ecgtrace.agents.holter.facts import Facts
 from ecgtrace.agents.holter.tasks import get_task
-from ecgtrace.contracts.vocabulary import COVERING_KINDS
+from ecgtrace.contracts.vocabulary import COVERING_KINDS, QA_EVENT_KINDS
+from ecgtrace.tools.signal_trust import kind_trust
 
-VERIFIER_VERSION = "1"
+VERIFIER_VERSION = "2"  # 2: items on detected annotations keep only kinds validated from the signal
+#: What a build keeps of the items on a record annotated by the detectors: ``validated`` (default) drops an
+#: item that asserts an event kind not validated from the signal; ``all`` keeps it and records the verdict.
+DETECTED_KINDS = ("validated", "all")
 SEAM_GUARD_MS = 1000
 EDGE_BEAT_GUARD_MS = 300
 NOISE_MARGIN_MS = 500
@@ -78,20 +88,42 @@ def _distractor_checks(facts: Facts, item: dict[str, Any]) -> str | None:
     return get_task(item["task"]).verify_distractors(facts, item)
 
 
-def check_item(facts: Facts, item: dict[str, Any]) -> str | None:
+def signal_trust_check(facts: Facts, item: dict[str, Any], detected_kinds: str = "validated") -> str | None:
+    """On detected annotations: why an item rests on a kind not validated from the signal, or None.
+
+    A kept item records the verdict on every kind it asserts in
+    ``provenance.params.signal_trust``; with ``detected_kinds="all"`` no item
+    is dropped for it.
+    """
+    if facts.source != "detected":
+        return None
+    asserted = get_task(item["task"]).asserted_kinds(item)
+    verdicts = [kind_trust(k) for k in sorted(QA_EVENT_KINDS if asserted is None else asserted)]
+    untrusted = [v for v in verdicts if not v.trusted]
+    if untrusted and detected_kinds != "all":
+        more = f" (and {len(untrusted) - 1} more kinds)" if len(untrusted) > 1 else ""
+        return f"not validated from the signal: {untrusted[0].kind}: {untrusted[0].reason}{more}"
+    item["provenance"]["params"]["signal_trust"] = {v.kind: {"trusted": v.trusted, "reason": v.reason} for v in verdicts}
+    return None
+
+
+def check_item(facts: Facts, item: dict[str, Any], *, detected_kinds: str = "validated") -> str | None:
     """Why ``item`` must be dropped, or None to keep it."""
     target = item["_target"]
-    return (_text_and_evidence_checks(facts, item)
+    return (signal_trust_check(facts, item, detected_kinds)
+            or _text_and_evidence_checks(facts, item)
             or (_window_edge_checks(facts, target) if target["scope"] == "window" else None)
             or get_task(item["task"]).verify(facts, item)
             or _distractor_checks(facts, item))
 
 
-def verify(facts: Facts, items: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def verify(facts: Facts, items: list[dict[str, Any]], *, detected_kinds: str = "validated") -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """``(kept, dropped)``; each dropped entry is ``{id, template_id, task, reason}``."""
+    if detected_kinds not in DETECTED_KINDS:
+        raise ValueError(f"detected_kinds must be one of {', '.join(DETECTED_KINDS)} (got {detected_kinds!r})")
     kept, dropped = [], []
     for item in items:
-        reason = check_item(facts, item)
+        reason = check_item(facts, item, detected_kinds=detected_kinds)
         if reason is None:
             kept.append(item)
         else:

@@ -31,6 +31,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="times a failed record (an error, or its worker died) is tried again before it is reported (default 2)")
     parser.add_argument("--paraphrase", action="store_true", help="rewrite question wording with an LLM (OpenAI-compatible, from the environment)")
     parser.add_argument("--no-audit", action="store_true", help="do not write audit.jsonl")
+    parser.add_argument("--detected-kinds", choices=("validated", "all"), default="validated",
+                        help="records without a reference .atr: keep only items on event kinds validated from the signal against expert "
+                             "annotations (validated, the default; tools/data/signal_trust.json), or every item, each recording the "
+                             "verdict on its kinds (all)")
     parser.add_argument("--cache-dir", default=None, metavar="DIR",
                         help="annotation cache folder (default: $ECGTRACE_CACHE, else ~/.cache/ecgtrace or the platform's cache folder)")
     parser.add_argument("--json", action="store_true", help="print the counts (items per task, dropped, audit items) as JSON")
@@ -60,6 +64,7 @@ def run(args: argparse.Namespace) -> int:
         "fs_hz": args.fs,
         "paraphrase": bool(args.paraphrase),
         "measure": True,
+        "detected_kinds": args.detected_kinds,
     }
     import os
 

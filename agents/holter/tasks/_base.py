@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 from ecgtrace.agents.exam import qa_families
 from ecgtrace.agents.holter.evidence import events_inside, window_values
 from ecgtrace.agents.holter.facts import Facts
+from ecgtrace.agents.holter.report import KIND_OF_LABEL
 from ecgtrace.contracts.vocabulary import COVERING_KINDS, NORMAL, QA_EVENT_KINDS
 from ecgtrace.rubrics.template_schema import TASK_RULES, QATemplate, TaskRules
 
@@ -113,6 +114,22 @@ class QATask:
     def verify_distractors(self, facts: Facts, item: dict[str, Any]) -> str | None:
         """Why a distractor of a closed item could itself be a correct answer, or None."""
         return None
+
+    def asserted_kinds(self, item: dict[str, Any]) -> frozenset[str] | None:
+        """The event kinds whose presence or absence the item's answer and options assert; None: every kind.
+
+        On a record annotated by the detectors, each of them must be validated
+        from the signal (:mod:`ecgtrace.tools.signal_trust`) for the item to be
+        kept. The default: the target's kind or kinds, and the kinds of any
+        diagnosis offered as an option; a normal strip asserts that every kind
+        is absent (a "normal sinus rhythm" option only that the answer's kind is there).
+        """
+        target = item["_target"]
+        kinds = set(target.get("kinds") or ([target["kind"]] if target.get("kind") else []))
+        if NORMAL in kinds:
+            return None
+        options = {KIND_OF_LABEL.get(label) for label in item.get("_distractors") or () if isinstance(label, str)}
+        return frozenset(kinds | (options - {None, NORMAL}))
 
     # ---- exam
     def family_of(self, item: dict[str, Any]) -> str:

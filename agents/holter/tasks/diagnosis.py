@@ -123,6 +123,10 @@ class OpenDiagnosis(FindingTask):
     family = "label"
     plans_sets = True
 
+    def asserted_kinds(self, item: dict[str, Any]) -> frozenset[str] | None:
+        """Every kind: an open answer that names the window's findings says that no other is there."""
+        return None
+
 
 @register
 class OpenEvidence(FindingTask):

@@ -29,6 +29,10 @@ class ReportTask(QATask):
     family = "report"
     kinds = ()
 
+    def asserted_kinds(self, item: dict[str, Any]) -> frozenset[str] | None:
+        """Every kind: a report counts them all."""
+        return None
+
     def plan(self, facts: Facts, template: QATemplate, rng: random.Random) -> list[Target]:
         return [{"scope": "record"}]
 
