@@ -38,6 +38,8 @@ VERIFIER_VERSION = "2"  # 2: items on detected annotations keep only kinds valid
 #: What a build keeps of the items on a record annotated by the detectors: ``validated`` (default) drops an
 #: item that asserts an event kind not validated from the signal; ``all`` keeps it and records the verdict.
 DETECTED_KINDS = ("validated", "all")
+#: The reason (before its first ``:``) of an item dropped for a kind not validated from the signal.
+UNVALIDATED = "not validated from the signal"
 SEAM_GUARD_MS = 1000
 EDGE_BEAT_GUARD_MS = 300
 NOISE_MARGIN_MS = 500
@@ -102,7 +104,7 @@ def signal_trust_check(facts: Facts, item: dict[str, Any], detected_kinds: str =
     untrusted = [v for v in verdicts if not v.trusted]
     if untrusted and detected_kinds != "all":
         more = f" (and {len(untrusted) - 1} more kinds)" if len(untrusted) > 1 else ""
-        return f"not validated from the signal: {untrusted[0].kind}: {untrusted[0].reason}{more}"
+        return f"{UNVALIDATED}: {untrusted[0].kind}: {untrusted[0].reason}{more}"
     item["provenance"]["params"]["signal_trust"] = {v.kind: {"trusted": v.trusted, "reason": v.reason} for v in verdicts}
     return None
 

@@ -110,4 +110,10 @@ def run(args: argparse.Namespace) -> int:
                   + (f" and {audit['items']} audit items to {args.out}/audit.jsonl" if "items" in audit else ""))
     for task, n in counts["per_task"].items():
         console.print(f"  {task}: {n}")
+    from ecgtrace.agents.holter.verifier import UNVALIDATED
+
+    unvalidated = counts.get("dropped_reasons", {}).get(UNVALIDATED, 0)
+    if unvalidated:
+        console.print(f"{unvalidated} items asked about event kinds not validated from the signal (records without a reference .atr; "
+                      "reasons in dropped.jsonl; --detected-kinds all keeps them)", soft_wrap=True, markup=False)
     return 0
