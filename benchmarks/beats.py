@@ -9,12 +9,13 @@ Usage::
 Protocol (``benchmarks/_protocol.py``): groups are MIT-BIH DS1 (tuned), the
 paced MIT-BIH records (tuned), the DS2 records present (100, flagged ``DS2*``),
 QTDB records with ``.atr`` beats (untuned unless cut from a shared MIT-BIH
-record), SVDB 800 (128 Hz, untuned), VFDB (rhythm labels only: beats claimed
-inside VF/VFL/asystole and in organised rhythm) and the synthetic record.
+record), SVDB 800 (128 Hz, untuned), CPSC 2021 (200 Hz, paroxysmal AF,
+untuned), VFDB (rhythm labels only: beats claimed inside VF/VFL/asystole and
+in organised rhythm) and the synthetic record.
 A combination row, ``vote(ecgtrace,pantompkins,sleepecg)`` (2 of 3 within
 100 ms), is scored beside the detectors whenever its members ran.
 Every row says ``tuned`` or ``untuned``; the ``untuned gross`` pools DS2,
-QTDB-untuned and SVDB (the issue-14 target: F1 >= 99.75%), and
+QTDB-untuned, SVDB and CPSC 2021 (the issue-14 target: F1 >= 99.75%), and
 ``strict untuned`` leaves out the DS2* records.
 
 Matching is EC57-style: a detected beat matches a reference beat within
@@ -60,7 +61,7 @@ from ecgtrace.tools.records import open_record, read_samples  # noqa: E402
 
 OURS = "ecgtrace"
 NK_DEFAULT = "nk-neurokit"
-GROUPS = ("ds1", "paced", "ds2", "qtdb", "svdb", "vfdb", "synth")
+GROUPS = ("ds1", "paced", "ds2", "qtdb", "svdb", "cpsc2021", "vfdb", "synth")
 #: VFDB rhythm labels in which no discrete QRS exists to detect.
 VFDB_NO_QRS = ("VF", "VFL", "ASYS", "NOISE")
 
@@ -253,7 +254,8 @@ def group_records(args: argparse.Namespace, group: str) -> list[tuple[Path, str,
 
 
 GROUP_TITLES = {"ds1": "MIT-BIH DS1 (tuned)", "paced": "MIT-BIH paced records (tuned)", "ds2": "MIT-BIH DS2 present (DS2*: record 100)",
-                "qtdb": "QTDB records with .atr beats (250 Hz)", "svdb": "SVDB (128 Hz, untuned)"}
+                "qtdb": "QTDB records with .atr beats (250 Hz)", "svdb": "SVDB (128 Hz, untuned)",
+                "cpsc2021": "CPSC 2021 (200 Hz, paroxysmal AF, untuned)"}
 
 
 def run_group(args: argparse.Namespace, console: Console, group: str, detectors: list[str]) -> list[RecordResult]:
@@ -320,12 +322,12 @@ def synthetic_section(args: argparse.Namespace, console: Console, detectors: lis
 
 def summary(by_group: dict[str, list[RecordResult]], console: Console) -> None:
     """F1 of every detector in every group, the untuned gross (the target) and the cost against neurokit2."""
-    untuned = [r for g in ("ds2", "qtdb", "svdb") for r in by_group.get(g, []) if r.status in ("untuned", "DS2*")]
+    untuned = [r for g in ("ds2", "qtdb", "svdb", "cpsc2021") for r in by_group.get(g, []) if r.status in ("untuned", "DS2*")]
     strict = [r for r in untuned if r.status == "untuned"]
     tuned = [r for g in ("ds1", "paced") for r in by_group.get(g, [])] + [r for r in by_group.get("qtdb", []) if r.status == "tuned"]
     columns = [("tuned: DS1+paced+QTDB-tuned", tuned), ("DS2*: 100", by_group.get("ds2", [])),
                ("QTDB untuned", [r for r in by_group.get("qtdb", []) if r.status == "untuned"]), ("SVDB 800", by_group.get("svdb", [])),
-               ("synthetic", by_group.get("synth", [])), ("UNTUNED gross", untuned), ("strict untuned", strict)]
+               ("CPSC 2021", by_group.get("cpsc2021", [])), ("synthetic", by_group.get("synth", [])), ("UNTUNED gross", untuned), ("strict untuned", strict)]
     columns = [(c, rs) for c, rs in columns if rs]
     if not columns:
         return
