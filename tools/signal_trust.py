@@ -45,6 +45,17 @@ class KindTrust:
     reason: str
     counts: tuple[int, int, int, int] = (0, 0, 0, 0)  # expert found, expert, detected correct, detected
 
+    @property
+    def brief(self) -> str:
+        """One table cell: ``yes: Se 93% / +P 100%``, ``no: Se 77% / +P 86%``, ``no: too few expert events (5)`` ..."""
+        found, n_reference, correct, n_detected = self.counts
+        if not any(self.counts):
+            return "no: " + ("measured with other detector versions" if "other detector versions" in self.reason else "not measured")
+        se = f"Se {100 * found / n_reference:.0f}%" if n_reference else "Se -"
+        ppv = f"+P {100 * correct / n_detected:.0f}%" if n_detected else "+P -"
+        few = f" (too few events: {n_reference} expert, {n_detected} detected)" if min(n_reference, n_detected) < MIN_EVENTS else ""
+        return f"{'yes' if self.trusted else 'no'}: {se} / {ppv}{few}"
+
 
 def verdict(found: int, n_reference: int, correct: int, n_detected: int, kind: str = "") -> KindTrust:
     """Trust from the counts of one kind on untuned records."""

@@ -59,10 +59,19 @@ def run(args: argparse.Namespace) -> int:
                                      progress=progress, prefer_reference=args.reference)
     paths = write_wfdb_annotations(annotation, args.out)
     if args.json:
-        print(to_json_text(annotation.summary, indent=2))
+        trust = {} if annotation.provenance["source"] != "detected" else {"signal_trust": _trust_of(annotation.summary["events"])}
+        print(to_json_text({**annotation.summary, **trust}, indent=2))
         return 0
     _print_summary(console, annotation, paths)
     return 0
+
+
+def _trust_of(event_counts: dict[str, int]) -> dict[str, dict[str, object]]:
+    """The signal-trust verdict on every kind found (``ecgtrace.tools.signal_trust``); noise is no QA kind."""
+    from ecgtrace.tools.signal_trust import kind_trust
+
+    verdicts = {kind: kind_trust(kind) for kind, n in event_counts.items() if n and kind != "noise"}
+    return {kind: {"trusted": v.trusted, "brief": v.brief, "reason": v.reason} for kind, v in verdicts.items()}
 
 
 def _print_summary(console, annotation, paths) -> None:  # noqa: ANN001
@@ -83,16 +92,20 @@ def _print_summary(console, annotation, paths) -> None:  # noqa: ANN001
     beats.add_row(*(f"{n} ({s['beats_per_class_pct'][c]:.2f}%)" for c, n in s["beats_per_class"].items()))
     console.print(beats)
 
+    detected = annotation.provenance["source"] == "detected"
     events = Table(title="events")
     events.add_column("kind")
     events.add_column("count", justify="right")
     events.add_column("first at")
+    if detected:  # how far this kind, found from the signal, agrees with expert annotations (benchmarks/signal_trust.py)
+        events.add_column("validated from the signal (untuned records)")
     first_at: dict[str, int] = {}
     for e in annotation.events:
         first_at.setdefault(e["kind"], e["onset_ms"])
+    trust = _trust_of(s["events"]) if detected else {}
     for kind, count in s["events"].items():
         if count:
-            events.add_row(kind, str(count), _hms(first_at.get(kind)))
+            events.add_row(kind, str(count), _hms(first_at.get(kind)), *([trust[kind]["brief"]] if detected else []))
     console.print(events)
 
     hr = s["hr"]

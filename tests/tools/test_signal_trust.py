@@ -58,3 +58,31 @@ def test_the_shipped_table_was_measured_with_the_running_detectors():
     assert not stale, f"a detector changed since the signal-trust table was measured ({'; '.join(stale)}): {st.REMEASURE}"
     assert table.counts, "the shipped table measures no kind"
     assert all(c[0] <= c[1] and c[2] <= c[3] for c in table.counts.values())
+
+
+def test_brief_cells():
+    assert st.verdict(93, 100, 90, 90).brief == "yes: Se 93% / +P 100%"
+    assert st.verdict(77, 100, 86, 100).brief == "no: Se 77% / +P 86%"
+    assert st.verdict(3, 5, 3, 3).brief == "no: Se 60% / +P 100% (too few events: 5 expert, 3 detected)"
+    assert st.verdict(0, 0, 0, 7).brief == "no: Se - / +P 0% (too few events: 0 expert, 7 detected)"
+    assert st.TrustTable({"beats": "2"}, {}).kind("pvc", {"beats": "3"}).brief == "no: measured with other detector versions"
+    assert st.TrustTable({"beats": "3"}, {}).kind("pvc", {"beats": "3"}).brief == "no: not measured"
+
+
+def test_annotate_shows_the_verdict_on_detected_events_only(synth_record, tmp_path, capsys):
+    import shutil
+
+    from ecgtrace.cli import main
+
+    folder = tmp_path / "signal"
+    folder.mkdir()
+    for suffix in (".hea", ".dat"):
+        shutil.copy(f"{synth_record.record_path}{suffix}", folder / f"holter{suffix}")
+    cache = ["--cache-dir", str(tmp_path / "cache"), "--workers", "1", "--json"]
+    assert main(["annotate", str(folder / "holter"), "--out", str(tmp_path / "a"), *cache]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    found = {k for k, n in summary["events"].items() if n and k != "noise"}
+    assert found and set(summary["signal_trust"]) == found
+    assert all(v["brief"].startswith("yes" if v["trusted"] else "no") for v in summary["signal_trust"].values())
+    assert main(["annotate", str(synth_record.record_path), "--out", str(tmp_path / "r"), "--reference", *cache]) == 0
+    assert "signal_trust" not in json.loads(capsys.readouterr().out)
