@@ -17,8 +17,9 @@ beats would inherit:
   (beat kinds: onsets within 150 ms);
 * +P: detected events of the kind overlapping a reference event of the kind.
 
-Events on either side within 500 ms of the detected bundle's noise spans are
-left out: the verifier drops every item whose evidence lies there.
+Beats and runs on either side within 500 ms of the detected bundle's noise
+spans are left out: the verifier drops every item whose evidence lies there
+(episodes and patterns are kept whole: a window is placed inside them).
 
 Records (``benchmarks/_protocol.py``): scored only (``untuned``) MIT-BIH 100
 (``DS2*``), QTDB's untuned excerpts with beat labels, SVDB 800 and CPSC 2021;
@@ -102,8 +103,15 @@ def _add(total: dict[str, list[int]], kind: str, cell: list[int]) -> None:
 
 
 def outside_noise(events: list[dict[str, Any]], noise_ms: list[list[int]]) -> list[dict[str, Any]]:
-    """Events clear of the detected bundle's noise spans: the verifier drops every item with evidence there."""
-    return [e for e in events if not any(a - NOISE_MARGIN_MS <= e["offset_ms"] and e["onset_ms"] <= b + NOISE_MARGIN_MS for a, b in noise_ms)]
+    """Events clear of the detected bundle's noise spans, where the verifier drops every item with evidence.
+
+    Episodes and patterns (AF, bigeminy ...) are kept whole: a window is placed inside one, clear of its noise.
+    """
+    def clear(e: dict[str, Any]) -> bool:
+        covering = e["kind"] in KINDS and KINDS[e["kind"]].span in ("episode", "pattern")
+        return covering or not any(a - NOISE_MARGIN_MS <= e["offset_ms"] and e["onset_ms"] <= b + NOISE_MARGIN_MS for a, b in noise_ms)
+
+    return [e for e in events if clear(e)]
 
 
 def beat_record_scores(path: Path, store: Path) -> tuple[dict[str, list[int]], float]:
