@@ -26,7 +26,10 @@ Method (all thresholds are keyword parameters, see :data:`DEFAULT_AF_PARAMS`):
 5. AF is vetoed where more than ``max_s_frac`` of the window's beats are
    classed S (premature atrial beats mean organised atrial activity) and where
    more than ``max_turning_frac`` of the RRs are turning points (strict
-   short-long alternation is bigeminal; random AF RRs turn at about 2/3).
+   short-long alternation is bigeminal; random AF RRs turn at about 2/3), and
+   where fewer than ``min_usable_frac`` of the window's RRs are usable
+   (ventricular bigeminy and trigeminy leave few RRs between conducted beats,
+   and the few left say nothing about the atrial rhythm).
 6. Episode edges are moved to the change point of the irregular-RR flags.
 7. Runs of AF beats separated by less than ``merge_gap_s`` are merged, and
    episodes shorter than ``min_episode_s`` are dropped.
@@ -42,7 +45,7 @@ from typing import Any
 
 import numpy as np
 
-AF_VERSION = "1.0"
+AF_VERSION = "1.1"  # 1.1: no AF where fewer than half of the RRs are usable (ventricular bigeminy)
 
 #: Default thresholds; every one can be overridden as a keyword argument of :func:`detect_af`.
 DEFAULT_AF_PARAMS: dict[str, Any] = {
@@ -63,6 +66,7 @@ DEFAULT_AF_PARAMS: dict[str, Any] = {
     "edge_level": 0.25,
     "max_s_frac": 0.2,
     "max_turning_frac": 0.85,
+    "min_usable_frac": 0.5,
 }
 
 
@@ -275,6 +279,10 @@ def detect_af(
         turning = np.zeros(n)
         turning[2:-1] = ((rr[1:-1] - rr[:-2]) * (rr[2:] - rr[1:-1])) < 0
         allowed &= ~(_window_mean(turning, np.ones(n, dtype=bool), int(p["window_beats"])) > p["max_turning_frac"])
+    if beat_classes is not None and n:
+        # AF is read from the RRs between conducted beats; where ectopic beats leave fewer than half of the window's
+        # RRs usable (ventricular bigeminy: none), the few left say nothing about the atrial rhythm
+        allowed &= ~(_window_mean(usable.astype(np.float64), np.ones(n, dtype=bool), int(p["window_beats"])) < p["min_usable_frac"])
     state = _hysteresis(score, on, float(p["off_frac"])) & allowed
     episodes, mask = _episodes_from_state(samples, state, flags, fs_hz, p)
     provenance = {

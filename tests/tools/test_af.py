@@ -120,3 +120,27 @@ def test_synthetic_record_af_episodes(synth_record):
         assert abs(got["first_beat"] - want["first_beat"]) <= 2 and abs(got["last_beat"] - want["last_beat"]) <= 2
     score = score_af_episodes(res.episodes, truth)
     assert score["duration_se"] >= 0.95 and score["duration_ppv"] == 1.0
+
+
+def test_too_few_usable_rr_between_ectopic_beats_is_not_af():
+    """Mixed ventricular bigeminy and trigeminy leave a few N-N RRs whose spread is the ectopy's, not the atria's."""
+    rng = np.random.default_rng(4)
+    rr_ms, classes = [], ["N"]
+    while len(rr_ms) < 600:
+        if rng.random() < 0.7:  # a PVC 60 % into the cycle and its compensatory pause
+            rr_ms += [480.0, 1120.0]
+            classes += ["V", "N"]
+        else:
+            rr_ms.append(float(rng.uniform(700, 1100)))  # the odd N-N RR, anything from 700 to 1100 ms
+            classes.append("N")
+    samples = np.concatenate([[500], 500 + np.cumsum(np.round(np.array(rr_ms) * FS / 1000.0))]).astype(np.int64)
+    classes = np.array(classes, dtype="<U1")
+    assert detect_af(samples, FS, beat_classes=classes).episodes == []
+    loose = detect_af(samples, FS, beat_classes=classes, min_usable_frac=0.0)
+    assert loose.episodes, "without the rule the few irregular N-N RRs read as AF (the test would show nothing)"
+    # real AF with some PVCs keeps most RRs usable and is still found
+    af, [(first, last)] = _stream([("sinus", 200), ("af", 400), ("sinus", 200)], seed=5)
+    af_classes = np.full(af.size, "N", dtype="<U1")
+    af_classes[first + 10:last - 10:12] = "V"
+    episodes = detect_af(af, FS, beat_classes=af_classes).episodes
+    assert len(episodes) == 1 and abs(episodes[0]["first_beat"] - first) <= 12 and abs(episodes[0]["last_beat"] - last) <= 12
