@@ -45,6 +45,8 @@ from typing import Any
 
 import numpy as np
 
+from ecgtrace.tools._af_scoring import score_af_episodes  # noqa: F401 - part of this module's API (benchmarks, tests)
+
 AF_VERSION = "1.1"  # 1.1: no AF where fewer than half of the RRs are usable (ventricular bigeminy)
 
 #: Default thresholds; every one can be overridden as a keyword argument of :func:`detect_af`.
@@ -258,31 +260,7 @@ def detect_af(
         raise ValueError(f"p_wave_present has {len(p_wave_present)} entries for {n} beats")
     score, usable = rr_irregularity(samples, fs_hz, beat_classes=beat_classes, **thresholds)
     flags = irregular_rr_flags(samples, fs_hz, beat_classes=beat_classes, **thresholds)
-    on = np.full(n, float(p["on_frac"]))
-    allowed = np.ones(n, dtype=bool)
-    if p_wave_present is not None and n:
-        pw = np.asarray(p_wave_present, dtype=np.float64)
-        known = np.isfinite(pw)
-        p_frac = _window_mean(np.nan_to_num(pw), known, int(p["window_beats"]))
-        has_p = np.isfinite(p_frac)
-        allowed = ~(has_p & (p_frac > p["p_present_max_frac"]))
-        on = np.where(has_p & (p_frac <= p["p_absent_max_frac"]), float(p["on_frac_p_absent"]), on)
-    if beat_classes is not None and n:
-        # beats labelled S mean organised atrial activity: many of them argue against AF
-        s_beats = (np.asarray(beat_classes).astype(str) == "S").astype(np.float64)
-        s_frac = _window_mean(s_beats, np.ones(n, dtype=bool), int(p["window_beats"]))
-        allowed &= ~(s_frac > p["max_s_frac"])
-    if n > 3:
-        # strict short-long alternation (turning points at nearly every beat) is bigeminal, not AF,
-        # whose random RRs turn at about 2/3 of beats
-        rr = np.diff(samples).astype(np.float64)
-        turning = np.zeros(n)
-        turning[2:-1] = ((rr[1:-1] - rr[:-2]) * (rr[2:] - rr[1:-1])) < 0
-        allowed &= ~(_window_mean(turning, np.ones(n, dtype=bool), int(p["window_beats"])) > p["max_turning_frac"])
-    if beat_classes is not None and n:
-        # AF is read from the RRs between conducted beats; where ectopic beats leave fewer than half of the window's
-        # RRs usable (ventricular bigeminy: none), the few left say nothing about the atrial rhythm
-        allowed &= ~(_window_mean(usable.astype(np.float64), np.ones(n, dtype=bool), int(p["window_beats"])) < p["min_usable_frac"])
+    on, allowed = _thresholds_and_vetoes(samples, beat_classes, p_wave_present, usable, p)
     state = _hysteresis(score, on, float(p["off_frac"])) & allowed
     episodes, mask = _episodes_from_state(samples, state, flags, fs_hz, p)
     provenance = {
@@ -292,6 +270,36 @@ def detect_af(
         "params": {k: (list(v) if isinstance(v, tuple) else v) for k, v in p.items()},
     }
     return AfResult(beat_mask=mask, episodes=episodes, irregularity=score, fs_hz=float(fs_hz), provenance=provenance)
+
+
+def _thresholds_and_vetoes(samples: np.ndarray, beat_classes: np.ndarray | None, p_wave_present: np.ndarray | None, usable: np.ndarray,
+                           p: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+    """Per beat: the irregularity score that enters AF, and whether AF is allowed there at all (steps 4 and 5)."""
+    n = samples.size
+    window = int(p["window_beats"])
+    everywhere = np.ones(n, dtype=bool)
+    on = np.full(n, float(p["on_frac"]))
+    allowed = everywhere.copy()
+    if p_wave_present is not None and n:
+        pw = np.asarray(p_wave_present, dtype=np.float64)
+        p_frac = _window_mean(np.nan_to_num(pw), np.isfinite(pw), window)
+        has_p = np.isfinite(p_frac)
+        allowed = ~(has_p & (p_frac > p["p_present_max_frac"]))
+        on = np.where(has_p & (p_frac <= p["p_absent_max_frac"]), float(p["on_frac_p_absent"]), on)
+    if beat_classes is not None and n:
+        # beats labelled S mean organised atrial activity: many of them argue against AF
+        allowed &= ~(_window_mean((np.asarray(beat_classes).astype(str) == "S").astype(np.float64), everywhere, window) > p["max_s_frac"])
+        # AF is read from the RRs between conducted beats; where ectopic beats leave fewer than half of the window's
+        # RRs usable (ventricular bigeminy: none), the few left say nothing about the atrial rhythm
+        allowed &= ~(_window_mean(usable.astype(np.float64), everywhere, window) < p["min_usable_frac"])
+    if n > 3:
+        # strict short-long alternation (turning points at nearly every beat) is bigeminal, not AF,
+        # whose random RRs turn at about 2/3 of beats
+        rr = np.diff(samples).astype(np.float64)
+        turning = np.zeros(n)
+        turning[2:-1] = ((rr[1:-1] - rr[:-2]) * (rr[2:] - rr[1:-1])) < 0
+        allowed &= ~(_window_mean(turning, everywhere, window) > p["max_turning_frac"])
+    return on, allowed
 
 
 def _runs(flags: np.ndarray) -> list[tuple[int, int]]:
@@ -367,41 +375,4 @@ def make_episode(samples: np.ndarray, first: int, last: int, fs_hz: float) -> di
         "mean_rate_bpm": round(float(rate), 2),
         "first_beat": int(first),
         "last_beat": int(last),
-    }
-
-
-def score_af_episodes(detected: list[dict[str, Any]], reference: list[dict[str, Any]], *, min_reference_s: float = 0.0) -> dict[str, Any]:
-    """Episode- and duration-level Se/+P of detected vs reference AF episodes.
-
-    Both lists hold dicts with ``onset_ms``/``offset_ms``. Episode Se: share of
-    reference episodes (at least ``min_reference_s`` long) overlapped by a
-    detected one; episode +P: share of detected episodes overlapping a
-    reference one. Duration Se/+P: overlap time over reference / detected time
-    (all reference episodes count for durations).
-    """
-    ref = sorted((int(e["onset_ms"]), int(e["offset_ms"])) for e in reference)
-    det = sorted((int(e["onset_ms"]), int(e["offset_ms"])) for e in detected)
-
-    def overlap_ms(a: tuple[int, int], spans: list[tuple[int, int]]) -> int:
-        return sum(max(0, min(a[1], b[1]) - max(a[0], b[0])) for b in spans)
-
-    def touches(a: tuple[int, int], spans: list[tuple[int, int]]) -> bool:
-        return any(min(a[1], b[1]) > max(a[0], b[0]) for b in spans)
-
-    ref_long = [r for r in ref if (r[1] - r[0]) >= min_reference_s * 1000.0]
-    tp_ref = sum(touches(r, det) for r in ref_long)
-    tp_det = sum(touches(d, ref) for d in det)
-    ref_ms = sum(r[1] - r[0] for r in ref)
-    det_ms = sum(d[1] - d[0] for d in det)
-    both_ms = sum(overlap_ms(d, ref) for d in det)
-    return {
-        "n_reference": len(ref_long),
-        "n_detected": len(det),
-        "episode_se": tp_ref / len(ref_long) if ref_long else None,
-        "episode_ppv": tp_det / len(det) if det else None,
-        "reference_s": ref_ms / 1000.0,
-        "detected_s": det_ms / 1000.0,
-        "overlap_s": both_ms / 1000.0,
-        "duration_se": both_ms / ref_ms if ref_ms else None,
-        "duration_ppv": both_ms / det_ms if det_ms else None,
     }

@@ -106,14 +106,18 @@ def run(args: argparse.Namespace) -> int:
         audit_part = "" if args.no_audit else f" and {audit['items']} audit items"
         console.print(f"nothing to do: {args.out} is up to date ({counts['items']} QA items{audit_part}; same records, seed and versions)", soft_wrap=True)
         return 0
-    console.print(f"[green]wrote[/] {counts['items']} items ({counts['dropped']} dropped) to {args.out}/qa.jsonl"
-                  + (f" and {audit['items']} audit items to {args.out}/audit.jsonl" if "items" in audit else ""))
-    for task, n in counts["per_task"].items():
-        console.print(f"  {task}: {n}")
+    _print_counts(console, counts, audit, args.out)
+    return 0
+
+
+def _print_counts(console, counts: dict, audit: dict, out: str) -> None:  # noqa: ANN001
     from ecgtrace.agents.holter.verifier import UNVALIDATED
 
+    console.print(f"[green]wrote[/] {counts['items']} items ({counts['dropped']} dropped) to {out}/qa.jsonl"
+                  + (f" and {audit['items']} audit items to {out}/audit.jsonl" if "items" in audit else ""))
+    for task, n in counts["per_task"].items():
+        console.print(f"  {task}: {n}")
     unvalidated = counts.get("dropped_reasons", {}).get(UNVALIDATED, 0)
     if unvalidated:
         console.print(f"{unvalidated} items asked about event kinds not validated from the signal (records without a reference .atr; "
                       "reasons in dropped.jsonl; --detected-kinds all keeps them)", soft_wrap=True, markup=False)
-    return 0
