@@ -17,7 +17,8 @@ beats would inherit:
   (beat kinds: onsets within 150 ms);
 * +P: detected events of the kind overlapping a reference event of the kind.
 
-Beats and runs on either side within 500 ms of the detected bundle's noise
+A detected event whose subtype the expert's broader note leaves open (a 2:1 AV
+block inside ``(BII``) counts on neither side. Beats and runs on either side within 500 ms of the detected bundle's noise
 spans are left out: the verifier drops every item whose evidence lies there
 (episodes and patterns are kept whole: a window is placed inside them).
 
@@ -51,7 +52,7 @@ from _protocol import DS1_RECORDS, VFDB_SCORED, VFDB_TUNED, qtdb_status  # noqa:
 
 from ecgtrace.agents.holter.annotator import detected_bundle, load_record, reference_bundle
 from ecgtrace.agents.holter.verifier import NOISE_MARGIN_MS
-from ecgtrace.contracts.vocabulary import KINDS, QA_EVENT_KINDS
+from ecgtrace.contracts.vocabulary import KINDS, NOTE_OF, QA_EVENT_KINDS, note_for
 from ecgtrace.metrics import wilson
 from ecgtrace.tools.signal_trust import MIN_EVENTS, MIN_RATE, TRUST_FORMAT, KindTrust, verdict, write_trust_table
 
@@ -114,15 +115,32 @@ def outside_noise(events: list[dict[str, Any]], noise_ms: list[list[int]]) -> li
     return [e for e in events if clear(e)]
 
 
-def beat_record_scores(path: Path, store: Path) -> tuple[dict[str, list[int]], float]:
-    """Per kind, reference bundle vs detected bundle of one record with expert beats; and the detection seconds."""
-    reference = reference_bundle(load_record(path), None)["events"]
+def split_unverifiable(events: list[dict[str, Any]], intervals: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """Detected events that the expert's broader note covers without naming their subtype, taken out and counted.
+
+    A ``(BII`` note says second-degree AV block of some type; a 2:1 block found inside it is neither confirmed nor
+    refuted by the expert (QTDB sel231: eight of them), so it counts on neither side.
+    """
+    kept, unverifiable = [], {}
+    for e in events:
+        note = note_for(e["kind"]) if e["kind"] in NOTE_OF else None
+        if note and any(iv["label"] == note and iv["onset_ms"] <= e["offset_ms"] and iv["offset_ms"] >= e["onset_ms"] for iv in intervals):
+            unverifiable[e["kind"]] = unverifiable.get(e["kind"], 0) + 1
+        else:
+            kept.append(e)
+    return kept, unverifiable
+
+
+def beat_record_scores(path: Path, store: Path) -> tuple[dict[str, list[int]], dict[str, int], float]:
+    """Per kind, reference bundle vs detected bundle of one record with expert beats; the unverifiable events; the detection seconds."""
+    reference = reference_bundle(load_record(path), None)
     t0 = time.perf_counter()
     detected = detected_bundle(load_record(path, use_reference=False), store)
     seconds = time.perf_counter() - t0
     noise = detected["noise_spans_ms"]
-    reference, events = outside_noise(reference, noise), outside_noise(detected["events"], noise)
-    return {kind: score_kind(reference, events, kind) for kind in SCORED_KINDS}, seconds
+    events, unverifiable = split_unverifiable(outside_noise(detected["events"], noise), reference["rhythm_intervals"])
+    expert = outside_noise(reference["events"], noise)
+    return {kind: score_kind(expert, events, kind) for kind in SCORED_KINDS}, unverifiable, seconds
 
 
 def vfdb_record_scores(path: Path, store: Path) -> dict[str, list[int]]:
@@ -143,10 +161,12 @@ def collect(tuned: bool, console: Console) -> dict[str, dict[str, Any]]:
     with tempfile.TemporaryDirectory() as tmp:
         store = Path(tmp)
         for column, records in record_sets(tuned).items():
-            block: dict[str, Any] = out.setdefault(column, {"kinds": {}, "databases": {}, "records": []})
+            block: dict[str, Any] = out.setdefault(column, {"kinds": {}, "databases": {}, "records": [], "unverifiable": []})
             for path, status in records:
-                scores, seconds = beat_record_scores(path, store)
+                scores, unverifiable, seconds = beat_record_scores(path, store)
                 _add_record(block, path, scores)
+                for kind, n in unverifiable.items():
+                    block["unverifiable"].append(f"{kind} {n} ({path.parent.name}/{path.name})")
                 console.print(f"  {path.parent.name}/{path.name} ({status}): {seconds:.1f} s")
         for column, paths in vfdb_sets(tuned).items():
             for path in paths:
@@ -217,6 +237,9 @@ def main(argv: list[str] | None = None) -> int:
     verdicts = {kind: verdict(*cell, kind=kind) for kind, cell in counts.items()}
     console.print(trust_table(columns, verdicts))
     console.print(database_table(columns["untuned"]))
+    for column, block in columns.items():
+        if block["unverifiable"]:
+            console.print(f"{column}: detected events inside an expert note that does not name their subtype, left out: {', '.join(block['unverifiable'])}")
     console.print(f"trusted when untuned Se and +P are both >= {100 * MIN_RATE:.0f}% over >= {MIN_EVENTS} reference and detected events; "
                   f"untuned records: {', '.join(columns['untuned']['records'])}; {time.perf_counter() - t0:.0f} s")
     if args.write:

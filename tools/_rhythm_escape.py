@@ -40,8 +40,14 @@ DEFAULT_ESCAPE_PARAMS: dict[str, Any] = {
 }
 
 
+#: A beat is judged late only when an N-to-N RR interval lies among the RR intervals this far before it.
+RECENT_NN_RR = 8
+
+
 def late_beats(samples: np.ndarray, ratio: float, normal: np.ndarray, ectopic: np.ndarray | None = None) -> np.ndarray:
     """True where a beat ends an RR >= ``ratio`` x the median of the (up to) 8 N-to-N RR intervals before it.
+
+    Without an N-to-N interval among the ``RECENT_NN_RR`` RRs before it (ventricular bigeminy) no beat is late.
 
     A beat that follows an ``ectopic`` (premature) beat ends that beat's compensatory pause: the sinus beat is due a
     full two cycles after the beat before the ectopic, so it is late only when it outlasts that by the same margin,
@@ -61,7 +67,9 @@ def late_beats(samples: np.ndarray, ratio: float, normal: np.ndarray, ectopic: n
     padded = np.concatenate([np.full(7, np.nan), nn])
     med = np.nanmedian(sliding_window_view(padded, 8), axis=1)  # med[k]: median of NN intervals k-7 .. k
     last = np.searchsorted(nn_idx, np.arange(rr.size), side="left") - 1  # the last NN interval strictly before each RR
-    ok = last >= 0
+    # the sinus cycle is known only from a recent NN interval: in ventricular bigeminy none is left, and a median
+    # from before the run says nothing about the cycle now
+    ok = (last >= 0) & (np.arange(rr.size) - nn_idx[np.maximum(last, 0)] <= RECENT_NN_RR)
     ref = np.full(rr.size, np.inf)
     ref[ok] = med[last[ok]]
     threshold = ratio * ref

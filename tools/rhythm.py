@@ -54,7 +54,7 @@ from ecgtrace.tools._rhythm_gaps import is_quiet
 from ecgtrace.tools._rhythm_spans import NO_QRS_SPAN_KINDS, SPAN_KINDS, drop_p_wave_events_in_spans, mask_in_spans, noise_events, overlaps_any, span_events
 from ecgtrace.tools.af import AfResult, _runs, as_beat_samples, detect_af
 
-RHYTHM_VERSION = "1.4"  # 1.4: the beat ending a compensatory pause is no escape beat (_rhythm_escape.late_beats)
+RHYTHM_VERSION = "1.5"  # 1.5: no beat is late without a recent N-N interval; 1.4: the beat ending a compensatory pause is no escape beat
 
 DEFAULT_RHYTHM_PARAMS: dict[str, Any] = {
     "vt_min_rate_bpm": 100.0,

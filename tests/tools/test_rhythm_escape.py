@@ -55,3 +55,24 @@ def test_a_late_beat_after_sinus_beats_keeps_the_plain_rule():
         rr = [800.0] * 10 + [pause_ms] + [800.0] * 4
         samples, classes = _stream(rr, "N" * 16)
         assert bool(late_beats(samples, 1.4, classes == "N", ectopic=np.zeros(16, bool))[11]) is late
+
+
+def test_no_beat_is_late_without_a_recent_sinus_cycle():
+    """Ventricular bigeminy leaves no N-N interval: a median from before the run must not judge the beats in it."""
+    import numpy as np
+
+    from ecgtrace.tools._rhythm_escape import late_beats
+
+    rr = [800.0] * 20  # sinus at 75/min
+    rr += [550.0, 1450.0] * 30  # then bigeminy while the sinus cycle slows to 1000 ms: coupling 550, compensatory 1450
+    samples = np.concatenate([[0.0], np.cumsum(rr)]).astype(np.int64)
+    classes = np.array(["N"] * 21 + ["V", "N"] * 30)
+    late = late_beats(samples, 1.4, classes == "N", ectopic=classes == "V")
+    # with the stale 800 ms cycle the compensatory beats would be late: 1450 >= (1 + 1.4) x 800 - 550
+    assert 1450.0 >= 2.4 * 800.0 - 550.0
+    # the last N-N interval is RR 19 (beats 19-20); RRs up to 8 after it (ending at beats <= 28) may still be judged
+    assert np.flatnonzero(late).tolist() == [22, 24, 26, 28]
+    # a sinus pause with recent sinus cycles is still late
+    pause = np.concatenate([[0.0], np.cumsum([800.0] * 12 + [1600.0] + [800.0] * 3)]).astype(np.int64)
+    normal = np.ones(pause.size, bool)
+    assert np.flatnonzero(late_beats(pause, 1.4, normal)).tolist() == [13]
