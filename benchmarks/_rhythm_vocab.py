@@ -57,7 +57,8 @@ def _bin(duration_ms: float, point: bool) -> str:
     return "< 10 s" if duration_ms < 10_000 else ("10-60 s" if duration_ms < 60_000 else ">= 60 s")
 
 
-def _overlaps(a: dict[str, Any], b: dict[str, Any], point: bool) -> bool:
+def overlaps(a: dict[str, Any], b: dict[str, Any], point: bool) -> bool:
+    """Two events match: onsets within ``POINT_TOL_MS`` for point events, else their spans overlap."""
     if point:
         return abs(a["onset_ms"] - b["onset_ms"]) <= POINT_TOL_MS
     return a["onset_ms"] <= b["offset_ms"] and a["offset_ms"] >= b["onset_ms"]
@@ -95,11 +96,11 @@ def episode_scores(reference: list[dict[str, Any]], events: list[dict[str, Any]]
         for r in refs:
             cell = rows[_bin(r["offset_ms"] - r["onset_ms"], point)]
             cell[1] += 1
-            cell[0] += any(_overlaps(r, e, point) for e in dets)
+            cell[0] += any(overlaps(r, e, point) for e in dets)
         for e in dets:
             cell = rows[_bin(e["offset_ms"] - e["onset_ms"], point)]
             cell[3] += 1
-            cell[2] += any(_overlaps(r, e, point) for r in refs)
+            cell[2] += any(overlaps(r, e, point) for r in refs)
     return out
 
 
@@ -322,5 +323,5 @@ def counts_line(events: list[dict[str, Any]]) -> str:
     return ", ".join(f"{k} {c[k]}" for k in VOCAB_KINDS if c[k])
 
 
-__all__ = ["counts_line", "episode_scores", "merge_touching", "mitdb_section", "overlap_seconds", "score_table", "signal_section", "synthetic_section", "vfdb_record_scores",
+__all__ = ["counts_line", "episode_scores", "merge_touching", "overlaps", "mitdb_section", "overlap_seconds", "score_table", "signal_section", "synthetic_section", "vfdb_record_scores",
            "vfdb_section"]

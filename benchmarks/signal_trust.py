@@ -49,20 +49,20 @@ from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _protocol import DS1_RECORDS, VFDB_SCORED, VFDB_TUNED, qtdb_status  # noqa: E402
+from _rhythm_vocab import overlaps  # noqa: E402
 
 from ecgtrace.agents.holter.annotator import detected_bundle, load_record, reference_bundle
 from ecgtrace.agents.holter.verifier import NOISE_MARGIN_MS
-from ecgtrace.contracts.vocabulary import KINDS, NOTE_OF, QA_EVENT_KINDS, note_for
+from ecgtrace.contracts.vocabulary import COVERING_KINDS, KINDS, NOTE_OF, QA_EVENT_KINDS, RHYTHM_NOTES, note_for
 from ecgtrace.metrics import wilson
-from ecgtrace.tools.signal_trust import MIN_EVENTS, MIN_RATE, TRUST_FORMAT, KindTrust, verdict, write_trust_table
+from ecgtrace.tools.signal_trust import MIN_EVENTS, MIN_RATE, KindTrust, verdict, write_trust_table
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
-POINT_TOL_MS = 150.0
 #: Kinds a detected bundle can hold (avb1 comes only from rhythm notes and the synthetic schedule).
 SCORED_KINDS = tuple(k for k in QA_EVENT_KINDS if KINDS[k].detected)
-#: VFDB labels rhythm only: the kinds its notes decide, and the notes that mean each.
-VFDB_NOTES = {"vt": ("VT",), "vf": ("VF", "VFIB"), "vfl": ("VFL",), "asystole": ("ASYS",)}
+#: VFDB labels rhythm only: the kinds its notes decide, and the notes that mean each (VFDB also writes VFIB and ASYS).
+VFDB_NOTES = {"vt": (RHYTHM_NOTES["vt"],), "vf": (RHYTHM_NOTES["vf"], "VFIB"), "vfl": (RHYTHM_NOTES["vfl"],), "asystole": ("ASYS",)}
 
 
 def record_sets(tuned: bool) -> dict[str, list[tuple[Path, str]]]:
@@ -84,19 +84,13 @@ def vfdb_sets(tuned: bool) -> dict[str, list[Path]]:
     return {k: [p for p in v if Path(f"{p}.hea").exists()] for k, v in sets.items()}
 
 
-def _matches(a: dict[str, Any], b: dict[str, Any], point: bool) -> bool:
-    if point:
-        return abs(a["onset_ms"] - b["onset_ms"]) <= POINT_TOL_MS
-    return a["onset_ms"] <= b["offset_ms"] and a["offset_ms"] >= b["onset_ms"]
-
-
 def score_kind(reference: list[dict[str, Any]], detected: list[dict[str, Any]], kind: str) -> list[int]:
     """``[reference found, reference, detected correct, detected]`` of one kind."""
     point = KINDS[kind].span == "beat"
     refs = [e for e in reference if e["kind"] == kind]
     dets = [e for e in detected if e["kind"] == kind]
-    return [sum(any(_matches(r, d, point) for d in dets) for r in refs), len(refs),
-            sum(any(_matches(r, d, point) for r in refs) for d in dets), len(dets)]
+    return [sum(any(overlaps(r, d, point) for d in dets) for r in refs), len(refs),
+            sum(any(overlaps(r, d, point) for r in refs) for d in dets), len(dets)]
 
 
 def _add(total: dict[str, list[int]], kind: str, cell: list[int]) -> None:
@@ -109,8 +103,7 @@ def outside_noise(events: list[dict[str, Any]], noise_ms: list[list[int]]) -> li
     Episodes and patterns (AF, bigeminy ...) are kept whole: a window is placed inside one, clear of its noise.
     """
     def clear(e: dict[str, Any]) -> bool:
-        covering = e["kind"] in KINDS and KINDS[e["kind"]].span in ("episode", "pattern")
-        return covering or not any(a - NOISE_MARGIN_MS <= e["offset_ms"] and e["onset_ms"] <= b + NOISE_MARGIN_MS for a, b in noise_ms)
+        return e["kind"] in COVERING_KINDS or not any(a - NOISE_MARGIN_MS <= e["offset_ms"] and e["onset_ms"] <= b + NOISE_MARGIN_MS for a, b in noise_ms)
 
     return [e for e in events if clear(e)]
 
@@ -244,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"untuned records: {', '.join(columns['untuned']['records'])}; {time.perf_counter() - t0:.0f} s")
     if args.write:
         write_trust_table(args.write, counts, records=columns["untuned"]["records"],
-                          command=f"benchmarks/signal_trust.py --write {args.write}", table_format=TRUST_FORMAT)
+                          command=f"benchmarks/signal_trust.py --write {args.write}")
         console.print(f"wrote {args.write}")
     return 0
 

@@ -50,7 +50,9 @@ class KindTrust:
         """One table cell: ``yes: Se 93% / +P 100%``, ``no: Se 77% / +P 86%``, ``no: too few expert events (5)`` ..."""
         found, n_reference, correct, n_detected = self.counts
         if not any(self.counts):
-            return "no: " + ("measured with other detector versions" if "other detector versions" in self.reason else "not measured")
+            if "other detector versions" in self.reason:
+                return "no: measured with other detector versions"
+            return "no: no usable trust table" if self.reason.startswith("no usable") else "no: not measured"
         se = f"Se {100 * found / n_reference:.0f}%" if n_reference else "Se -"
         ppv = f"+P {100 * correct / n_detected:.0f}%" if n_detected else "+P -"
         few = f" (too few events: {n_reference} expert, {n_detected} detected)" if min(n_reference, n_detected) < MIN_EVENTS else ""
@@ -77,6 +79,7 @@ class TrustTable:
     versions: dict[str, str]
     counts: dict[str, tuple[int, int, int, int]]
     records: tuple[str, ...] = ()
+    problem: str = ""  # why the file could not be used (then nothing is trusted)
 
     def stale_versions(self, running: dict[str, str]) -> list[str]:
         """``"classify 7 -> 8"`` for every detector whose running version differs from the measured one."""
@@ -85,6 +88,8 @@ class TrustTable:
 
     def kind(self, kind: str, running: dict[str, str]) -> KindTrust:
         """The verdict on ``kind`` for detectors at the ``running`` versions."""
+        if self.problem:
+            return KindTrust(kind, False, f"no usable signal-trust table ({self.problem}): {REMEASURE}")
         stale = self.stale_versions(running)
         if stale:
             return KindTrust(kind, False, f"signal-trust table measured with other detector versions ({'; '.join(stale)}): {REMEASURE}")
@@ -98,11 +103,11 @@ def read_trust_table(path: str | os.PathLike[str] = TABLE_PATH) -> TrustTable:
     try:
         raw = json.loads(Path(path).read_text(encoding="utf-8"))
         if raw.get("format") != TRUST_FORMAT:
-            return TrustTable({"signal_trust_format": str(raw.get("format"))}, {})
+            return TrustTable({}, {}, problem=f"format {raw.get('format')!r}, expected {TRUST_FORMAT}")
         counts = {str(k): tuple(int(x) for x in v["counts"]) for k, v in raw["kinds"].items()}
         return TrustTable({str(k): str(v) for k, v in raw["versions"].items()}, counts, tuple(raw.get("records") or ()))  # type: ignore[arg-type]
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return TrustTable({"signal_trust_table": "unreadable"}, {})
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        return TrustTable({}, {}, problem=f"{Path(path).name} unreadable: {type(exc).__name__}")
 
 
 @functools.lru_cache(maxsize=1)
@@ -127,8 +132,7 @@ def table_identity(path: str | os.PathLike[str] = TABLE_PATH) -> str:
         return "absent"
 
 
-def write_trust_table(path: str | os.PathLike[str], counts: dict[str, Any], *, records: list[str], command: str,
-                      table_format: int = TRUST_FORMAT) -> None:
+def write_trust_table(path: str | os.PathLike[str], counts: dict[str, Any], *, records: list[str], command: str) -> None:
     """Write the measured counts with the running detector versions (atomic)."""
     from ecgtrace.jsonio import write_json_atomic
     from ecgtrace.tools.annotate import annotation_versions
@@ -137,7 +141,7 @@ def write_trust_table(path: str | os.PathLike[str], counts: dict[str, Any], *, r
     for kind, cell in sorted(counts.items()):
         v = verdict(*cell, kind=kind)
         kinds[kind] = {"counts": [int(x) for x in cell], "trusted": v.trusted, "reason": v.reason}
-    write_json_atomic(Path(path), {"format": table_format, "signal_trust_version": SIGNAL_TRUST_VERSION, "command": command,
+    write_json_atomic(Path(path), {"format": TRUST_FORMAT, "signal_trust_version": SIGNAL_TRUST_VERSION, "command": command,
                                    "counts": "[expert events found, expert events, detected events correct, detected events]",
                                    "min_rate": MIN_RATE, "min_events": MIN_EVENTS, "versions": annotation_versions(),
                                    "records": list(records), "kinds": kinds})

@@ -31,13 +31,10 @@ import numpy as np
 
 from ecgtrace.agents.holter.facts import Facts
 from ecgtrace.agents.holter.tasks import get_task
-from ecgtrace.contracts.vocabulary import COVERING_KINDS, QA_EVENT_KINDS
+from ecgtrace.contracts.vocabulary import COVERING_KINDS, DETECTED_KINDS, QA_EVENT_KINDS
 from ecgtrace.tools.signal_trust import kind_trust
 
 VERIFIER_VERSION = "2"  # 2: items on detected annotations keep only kinds validated from the signal
-#: What a build keeps of the items on a record annotated by the detectors: ``validated`` (default) drops an
-#: item that asserts an event kind not validated from the signal; ``all`` keeps it and records the verdict.
-DETECTED_KINDS = ("validated", "all")
 #: The reason (before its first ``:``) of an item dropped for a kind not validated from the signal.
 UNVALIDATED = "not validated from the signal"
 SEAM_GUARD_MS = 1000

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ecgtrace.contracts.vocabulary import ASSET_MODALITIES
+from ecgtrace.contracts.vocabulary import ASSET_MODALITIES, DETECTED_KINDS
 
 HELP = "Build a verified multimodal QA dataset (12 Holtercare-Bench tasks) from records; rerun to resume."
 MODALITIES = ASSET_MODALITIES
@@ -31,7 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="times a failed record (an error, or its worker died) is tried again before it is reported (default 2)")
     parser.add_argument("--paraphrase", action="store_true", help="rewrite question wording with an LLM (OpenAI-compatible, from the environment)")
     parser.add_argument("--no-audit", action="store_true", help="do not write audit.jsonl")
-    parser.add_argument("--detected-kinds", choices=("validated", "all"), default="validated",
+    parser.add_argument("--detected-kinds", choices=DETECTED_KINDS, default=DETECTED_KINDS[0],
                         help="records without a reference .atr: keep only items on event kinds validated from the signal against expert "
                              "annotations (validated, the default; tools/data/signal_trust.json), or every item, each recording the "
                              "verdict on its kinds (all)")

@@ -126,6 +126,10 @@ def note_for(kind: str) -> str | None:
     """The rhythm aux note written for ``kind`` (its own, or that of the broader kind in :data:`NOTE_OF`), or None."""
     return RHYTHM_NOTES.get(NOTE_OF.get(kind, kind))
 
+#: What a QA build keeps of the items on a record annotated by the detectors (ecgtrace.agents.holter.verifier):
+#: ``validated`` drops an item that asserts an event kind not validated from the signal; ``all`` keeps it.
+DETECTED_KINDS: tuple[str, ...] = ("validated", "all")
+
 #: The finding of a window with no event: the answer of a "normal" diagnosis item.
 NORMAL = "normal"
 NORMAL_LABELS: tuple[str, str] = ("normal sinus rhythm", "normal sinus rhythm")
