@@ -27,7 +27,9 @@ reaches ``strong`` (lead evidence is ``e_j / S_j`` scaled by
 is under ``voter_weight`` is left out of the vote there). A candidate closer
 than 360 ms to the previous beat with under half its slope is a T wave. A
 search-back pass fills RR gaps longer than 1.66 x the local median RR with the
-best candidate that passes half of every threshold. Each beat then moves to the
+best candidate that passes half of every threshold. A beat under 0.12 x the upper
+quartile of its neighbours' slope energy on every lead is dropped: a P, T or
+noise bump that a pause let through (:mod:`ecgtrace.tools._beats_faint`). Each beat then moves to the
 same point of its QRS as the other beats of its 60-s block of the same shape,
 within +-50 ms (:mod:`ecgtrace.tools._beats_fiducial`).
 
@@ -62,12 +64,14 @@ from scipy.ndimage import maximum_filter1d, uniform_filter1d
 from scipy.signal import find_peaks, sosfilt, sosfiltfilt
 
 from ecgtrace.tools._beats_excursion import implausible_blocks, lf_quiet_share
+from ecgtrace.tools._beats_faint import faint_beats
 from ecgtrace.tools._beats_fiducial import refine_beats
 from ecgtrace.tools._beats_grid import DetectorParams, band_edges, bandpass_sos, block_centres_local, block_reduce, nanmedian_rows, sliding
 
 __all__ = ["ALGORITHM_VERSION", "ChunkDetections", "DetectorParams", "detect_chunk"]
 
-ALGORITHM_VERSION = "3"  # 3: a beat is placed on its QRS as the other beats of its block are, not at its own largest deflection
+ALGORITHM_VERSION = "4"  # 4: no faint beat (a P, T or noise bump in a pause, _beats_faint); 3: a beat is placed on its QRS as
+#                           the other beats of its block are, not at its own largest deflection
 
 
 @dataclass
@@ -120,11 +124,13 @@ class _LeadEvidence:
     lead_bad: np.ndarray  # bool (n_leads, n_blocks): unusable, noise, or no discrete QRS
     lead_weak: np.ndarray  # bool (n_leads, n_blocks): no sharp QRS in this block alone
     lf_quiet: np.ndarray  # float32 (n_leads, n_blocks): share of quiet low-frequency baseline (motion: low)
+    env: np.ndarray  # float32 (n_leads, n): slope energy (mV/s), before any level
 
     @classmethod
     def empty(cls, n_leads: int, n: int, n_blocks: int) -> _LeadEvidence:
         return cls(np.zeros((n_leads, n), np.float32), np.zeros((n_leads, n), np.float32), np.zeros((n_leads, n_blocks), np.float32),
-                   np.ones((n_leads, n_blocks), bool), np.ones((n_leads, n_blocks), bool), np.ones((n_leads, n_blocks), np.float32))
+                   np.ones((n_leads, n_blocks), bool), np.ones((n_leads, n_blocks), bool), np.ones((n_leads, n_blocks), np.float32),
+                   np.zeros((n_leads, n), np.float32))
 
 
 def detect_chunk(
@@ -158,6 +164,7 @@ def detect_chunk(
     weight = np.minimum(q_s[:, cand] * p.quality_gain, 1.0)
     evidence = ev.norm_env[:, cand] * weight * (weight >= p.voter_weight)
     beats = _decide(cand, fused, slope, evidence, fs_hz, p)
+    beats = beats[~faint_beats(ev.env, q_s[:, beats] > 0, beats, float(fs_hz), p.faint_ratio, p.faint_window_s)]
     if beats.size == 0:
         return _no_beats(n_leads, artifact_blocks, grid)
     return _finish(x, beats, fused, q_s, ev, grid, artifact_blocks, weak, excursion, excursion_edge, float(fs_hz), p)
@@ -230,6 +237,7 @@ def _one_lead(trace: np.ndarray, bad: np.ndarray, fs_hz: float, grid: _Grid, p: 
     level_s = grid.smooth(level).astype(np.float32)
     level_s = np.where(level_s > 1e-3, level_s, np.float32(np.inf))
     ev.norm_env[j] = env / level_s
+    ev.env[j] = env
     ev.norm_slope[j] = np.abs(d) / level_s
 
 

@@ -68,13 +68,19 @@ class DetectorParams:
     beat_match_corr: float = 0.75  # a beat is like a neighbour when their shapes correlate this well
     beat_match_neighbours: int = 3  # neighbours on each side a beat is compared with
     beat_unlike_share: float = 0.5  # an excursion block is an artifact when this share of the beats within +-1 block is unlike
+    # a beat whose slope energy is under this x its neighbours' upper quartile on every lead is no QRS (_beats_faint;
+    # 0: off); on the tuning records (DS1, paced, QTDB tuned: 66 212 beats) the lowest true beat lies at 0.198 (208, an
+    # N beat among large PVCs), the P, T and noise bumps a pause lets through at 0.02-0.12
+    faint_ratio: float = 0.12
+    faint_window_s: float = 5.0  # neighbours: the other beats within +- this
 
     def min_overlap_s(self) -> float:
         """Warm-up (s) a chunk needs on each side for seam-exact results: the widest window plus margin."""
         widest = self.level_halfwidth_blocks
         if self.lf_quiet_bad > 0:
             widest = max(widest, self.lf_reference_halfwidth_blocks)
-        return max(5.0, (widest + 3) * self.block_s)
+        faint_s = self.faint_window_s + (self.level_halfwidth_blocks + 3) * self.block_s if self.faint_ratio > 0 else 0.0
+        return max(5.0, (widest + 3) * self.block_s, faint_s)
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
