@@ -19,6 +19,13 @@ untuned. SVDB, QTDB's other records and the synthetic record's beats
 (no threshold was set on it, except the electrode-motion bursts of the
 artifact index) are untuned.
 
+A record whose signal was looked at while a detector rule was designed is
+``examined`` for detection (``DETECTION_EXAMINED`` says which rule): no
+threshold was set on it, but its failures pointed at the rule. Detection
+tables flag it and leave it out of "strict untuned", and the signal-trust
+table shows it in a column of its own that the trust decision never reads.
+Its classification status (on the expert's beat positions) is unchanged.
+
 VFDB is split by record: 418-422 (96 expert VF/VFIB/VFL episodes, and VT and
 noise to reject) are for tuning the VF/VFL detector, 423-428 (5 episodes,
 812 s) are scored only. Until wave detector version 3 no threshold was set on
@@ -29,8 +36,8 @@ from __future__ import annotations
 
 from ecgtrace.tools._classify_train import DS1_RECORDS, DS2_RECORDS, PACED_RECORDS
 
-__all__ = ["DS1_RECORDS", "DS2_RECORDS", "PACED_RECORDS", "QTDB_DS2", "QTDB_TUNED", "VFDB_SCORED", "VFDB_TUNED", "mitdb_status", "qtdb_status",
-           "vfdb_status"]
+__all__ = ["DETECTION_EXAMINED", "DS1_RECORDS", "DS2_RECORDS", "PACED_RECORDS", "QTDB_DS2", "QTDB_TUNED", "VFDB_SCORED", "VFDB_TUNED",
+           "mitdb_status", "qtdb_detection_status", "qtdb_status", "vfdb_status"]
 
 #: QTDB excerpts of MIT-BIH records that are in ../shared/data (DS1 or paced): tuned through their source.
 QTDB_TUNED = frozenset(f"sel{r}" for r in (*DS1_RECORDS, *PACED_RECORDS))
@@ -53,6 +60,17 @@ def qtdb_status(record: str) -> str:
     if record in QTDB_TUNED:
         return "tuned"
     return "DS2*" if record == "sel100" else "untuned"
+
+
+#: QTDB records examined for detection, and the rule whose design looked at them.
+DETECTION_EXAMINED: dict[str, str] = {
+    "sel232": "beat detector v4 (faint-beat check): its false beats in long pauses showed the level collapse the check answers",
+}
+
+
+def qtdb_detection_status(record: str) -> str:
+    """:func:`qtdb_status`, except ``examined`` for a record in :data:`DETECTION_EXAMINED`."""
+    return "examined" if record in DETECTION_EXAMINED else qtdb_status(record)
 
 
 #: VFDB records the VF/VFL detector may be tuned on, and those it is only scored on.

@@ -16,7 +16,7 @@ A combination row, ``vote(ecgtrace,pantompkins,sleepecg)`` (2 of 3 within
 100 ms), is scored beside the detectors whenever its members ran.
 Every row says ``tuned`` or ``untuned``; the ``untuned gross`` pools DS2,
 QTDB-untuned, SVDB and CPSC 2021 (the issue-14 target: F1 >= 99.75%), and
-``strict untuned`` leaves out the DS2* records.
+``strict untuned`` leaves out the DS2* records and those examined for detection (``examined``, sel232).
 
 Matching is EC57-style: a detected beat matches a reference beat within
 +-150 ms (``wfdb.processing.compare_annotations``) over the whole record (no
@@ -53,7 +53,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _beat_match import TOLERANCE_MS, match_beats, rates as _rates  # noqa: E402
 from _beats_noise import synthetic_noise_section  # noqa: E402
 from _peers import PEERS, peer_names, run_peer  # noqa: E402
-from _protocol import DS1_RECORDS, DS2_RECORDS, PACED_RECORDS, mitdb_status, qtdb_status  # noqa: E402
+from _protocol import DS1_RECORDS, DS2_RECORDS, PACED_RECORDS, mitdb_status, qtdb_detection_status  # noqa: E402
 
 from ecgtrace.tools.annotations import read_reference_annotations  # noqa: E402
 from ecgtrace.tools.beats import DetectorParams, detect_beats, detect_beats_array  # noqa: E402
@@ -239,7 +239,7 @@ def _mitdb_records(args: argparse.Namespace, group: str) -> list[tuple[Path, str
 def _qtdb_records(args: argparse.Namespace) -> list[tuple[Path, str, str]]:
     qtdb = Path(args.data) / "qtdb"
     names = sorted(p.stem for p in qtdb.glob("*.atr")) if qtdb.is_dir() else []
-    return [(qtdb / n, n, qtdb_status(n)) for n in names if not args.records or n in args.records]
+    return [(qtdb / n, n, qtdb_detection_status(n)) for n in names if not args.records or n in args.records]
 
 
 def group_records(args: argparse.Namespace, group: str) -> list[tuple[Path, str, str]]:
@@ -271,7 +271,8 @@ def run_group(args: argparse.Namespace, console: Console, group: str, detectors:
     print_records(results, console, f"{GROUP_TITLES[group]}: ecgtrace per record, +-{TOLERANCE_MS:.0f} ms")
     print_detectors(results, console, f"{GROUP_TITLES[group]}: every detector, same records, same run")
     if group == "qtdb":
-        for label, keep in (("QTDB untuned", ("untuned",)), ("QTDB tuned (excerpts of shared MIT-BIH records)", ("tuned", "DS2*"))):
+        for label, keep in (("QTDB untuned (and examined: _protocol.DETECTION_EXAMINED)", ("untuned", "examined")),
+                            ("QTDB tuned (excerpts of shared MIT-BIH records)", ("tuned", "DS2*"))):
             part = [r for r in results if r.status in keep]
             if part:
                 print_detectors(part, console, f"{label}: {len(part)} records")
@@ -322,11 +323,11 @@ def synthetic_section(args: argparse.Namespace, console: Console, detectors: lis
 
 def summary(by_group: dict[str, list[RecordResult]], console: Console) -> None:
     """F1 of every detector in every group, the untuned gross (the target) and the cost against neurokit2."""
-    untuned = [r for g in ("ds2", "qtdb", "svdb", "cpsc2021") for r in by_group.get(g, []) if r.status in ("untuned", "DS2*")]
+    untuned = [r for g in ("ds2", "qtdb", "svdb", "cpsc2021") for r in by_group.get(g, []) if r.status in ("untuned", "DS2*", "examined")]
     strict = [r for r in untuned if r.status == "untuned"]
     tuned = [r for g in ("ds1", "paced") for r in by_group.get(g, [])] + [r for r in by_group.get("qtdb", []) if r.status == "tuned"]
     columns = [("tuned: DS1+paced+QTDB-tuned", tuned), ("DS2*: 100", by_group.get("ds2", [])),
-               ("QTDB untuned", [r for r in by_group.get("qtdb", []) if r.status == "untuned"]), ("SVDB 800", by_group.get("svdb", [])),
+               ("QTDB untuned", [r for r in by_group.get("qtdb", []) if r.status in ("untuned", "examined")]), ("SVDB 800", by_group.get("svdb", [])),
                ("CPSC 2021", by_group.get("cpsc2021", [])), ("synthetic", by_group.get("synth", [])), ("UNTUNED gross", untuned), ("strict untuned", strict)]
     columns = [(c, rs) for c, rs in columns if rs]
     if not columns:

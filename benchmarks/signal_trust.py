@@ -24,6 +24,8 @@ spans are left out: the verifier drops every item whose evidence lies there
 
 Records (``benchmarks/_protocol.py``): scored only (``untuned``) MIT-BIH 100
 (``DS2*``), QTDB's untuned excerpts with beat labels, SVDB 800 and CPSC 2021;
+QTDB records examined while a detector rule was designed (``DETECTION_EXAMINED``)
+are scored in an ``examined`` column that the trust decision never reads;
 VFDB 423-428 score only the kinds VFDB labels (VT, VF, VFL, asystole), since it
 has no beat labels. ``--tuned`` adds MIT-BIH DS1 and VFDB 418-422 in their own
 column; the trust decision never reads it.
@@ -48,7 +50,7 @@ from rich.console import Console
 from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _protocol import DS1_RECORDS, VFDB_SCORED, VFDB_TUNED, qtdb_status  # noqa: E402
+from _protocol import DETECTION_EXAMINED, DS1_RECORDS, VFDB_SCORED, VFDB_TUNED, qtdb_detection_status  # noqa: E402
 from _rhythm_vocab import overlaps  # noqa: E402
 
 from ecgtrace.agents.holter.annotator import detected_bundle, load_record, reference_bundle
@@ -68,10 +70,13 @@ VFDB_NOTES = {"vt": (RHYTHM_NOTES["vt"],), "vf": (RHYTHM_NOTES["vf"], "VFIB"), "
 def record_sets(tuned: bool) -> dict[str, list[tuple[Path, str]]]:
     """``{column: [(record path, status)]}`` of the records with expert beat labels, by protocol status."""
     untuned = [(DATA / "mitdb" / "100", "DS2*")]
-    untuned += [(p.with_suffix(""), "untuned") for p in sorted((DATA / "qtdb").glob("*.atr")) if qtdb_status(p.stem) == "untuned"]
+    qtdb = [p.with_suffix("") for p in sorted((DATA / "qtdb").glob("*.atr"))]
+    untuned += [(p, "untuned") for p in qtdb if qtdb_detection_status(p.name) == "untuned"]
     untuned += [(DATA / "svdb" / "800", "untuned")]
     untuned += [(p.with_suffix(""), "untuned") for p in sorted((DATA / "cpsc2021").glob("*.atr"))]
     sets = {"untuned": [(p, s) for p, s in untuned if Path(f"{p}.hea").exists()]}
+    # looked at while a detector rule was designed: shown apart, never evidence for trust
+    sets["examined"] = [(p, "examined") for p in qtdb if qtdb_detection_status(p.name) == "examined" and Path(f"{p}.hea").exists()]
     if tuned:
         sets["tuned"] = [(DATA / "mitdb" / r, "DS1 tuned") for r in DS1_RECORDS if (DATA / "mitdb" / f"{r}.hea").exists()]
     return sets
@@ -230,6 +235,8 @@ def main(argv: list[str] | None = None) -> int:
     verdicts = {kind: verdict(*cell, kind=kind) for kind, cell in counts.items()}
     console.print(trust_table(columns, verdicts))
     console.print(database_table(columns["untuned"]))
+    for name, why in DETECTION_EXAMINED.items():
+        console.print(f"examined (shown, never evidence for trust): qtdb/{name}: {why}")
     for column, block in columns.items():
         if block["unverifiable"]:
             console.print(f"{column}: detected events inside an expert note that does not name their subtype, left out: {', '.join(block['unverifiable'])}")
