@@ -4,8 +4,8 @@ The detector's level is the median of the per-block maxima of the slope energy
 over block +- 2 (1 s blocks). Where a long pause leaves most of those blocks
 without a QRS, the median is a quiet block's maximum and the level collapses: a
 P wave, a T wave or baseline noise in the pause then reaches the threshold, and
-search-back, which long gaps trigger, accepts it. A QRS complex is not a
-twentieth of the size of the beats around it on every lead, so a beat is faint
+search-back, which long gaps trigger, accepts it. A QRS complex is not an
+eighth of the size of the beats around it on every lead, so a beat is faint
 when, on every lead with quality there, its slope energy is under ``faint_ratio``
 x the upper quartile of the slope energies of the other beats within +- ``faint_window_s``.
 
@@ -43,8 +43,8 @@ def faint_beats(env: np.ndarray, counted: np.ndarray, beats: np.ndarray, fs_hz: 
         return out
     energy = beat_energy(env, beats, max(int(round(0.05 * fs_hz)), 1)).astype(np.float64)  # (n_beats, n_leads)
     seen = counted.T
-    # a median of neighbours never exceeds the chunk's largest beat: a beat at ratio x that on a counted lead is not
-    # faint, which leaves a handful of beats to compare with their neighbours
+    # the neighbours' upper quartile never exceeds the chunk's largest beat: a beat at ratio x that on a counted lead
+    # is not faint, which leaves a handful of beats to compare with their neighbours
     largest = np.where(seen, energy, 0.0).max(axis=0)
     maybe = seen.any(axis=1) & ~(seen & (energy >= ratio * largest[None, :])).any(axis=1)
     reach = window_s * fs_hz
