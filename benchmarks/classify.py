@@ -40,7 +40,7 @@ from rich.console import Console
 from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _protocol import QTDB_DS2, qtdb_status  # noqa: E402
+from _protocol import QTDB_DS2, qtdb_detection_status, qtdb_status  # noqa: E402
 
 from ecgtrace.tools import _classify_model as cm  # noqa: E402
 from ecgtrace.tools import _classify_train as ct  # noqa: E402
@@ -244,7 +244,9 @@ def _run_detected(console: Console, data: Path, shipped: cm.Forest, args: argpar
         ri, di = match_detected(ref.beat_samples, table.samples, int(round(MATCH_MS * info.fs_hz / 1000.0)))
         m = confusion(ref.beat_classes[ri], res.classes[di])
         total += m
-        rows.append((name, f"{group} (untuned)", m, elapsed))
+        # detected beats: a record examined for the detector (benchmarks/_protocol.py) says so
+        status = qtdb_detection_status(name) if path.parent.name == "qtdb" else "untuned"
+        rows.append((name, f"{group} ({status})", m, elapsed))
     _print_rows(console, f"Untuned records, DETECTED beats (+-{MATCH_MS:.0f} ms, matched beats only), shipped model, AF mask: {args.af}", rows)
     _print_gross(console, "UNTUNED gross, detected beats", total)
 
