@@ -5,7 +5,10 @@ References (in ``../shared/data``):
   made looking at both leads). Only the annotated stretches are delineated
   (segments of marks, padded by 2 s). The error of a mark is taken on the lead
   that is closer to it ("best lead", as Martinez et al. 2004 and most QTDB
-  papers do); ``--qtdb-lead first`` uses the first lead only.
+  papers do); ``--qtdb-lead first`` uses the first lead only. Under each QTDB
+  table, the human peer: the second cardiologist's marks (``.q2c``, QRS and T
+  only, 11 records) against the first's, scored the same way but with one mark
+  per beat and no choice of lead (``_delineation_scoring.second_reader``).
 * LUDB per-lead files ``data/<n>.<lead>`` (records 1-120 here, 12 leads, 10 s), scored
   per lead and, as the CSE tolerances are defined, on global marks: per beat the
   median of the leads' marks, the cardiologists' and each delineator's alike
@@ -54,11 +57,10 @@ from _protocol import PACED_RECORDS, QTDB_TUNED  # noqa: E402
 from audit_items import INSPECTED  # noqa: E402
 from _delineation_intervals import INTERVALS, interval_errors, print_intervals  # noqa: E402
 from _delineation_rates import print_rates, run_rates  # noqa: E402
-from _wave_net_data import wave_marks  # noqa: E402
+from _delineation_scoring import POINTS, Tally, nearest_errors, print_second_reader, reference_marks, second_reader  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
-POINTS = ("p_on", "p_off", "qrs_on", "qrs_off", "t_off")
 LABELS = {"p_on": "P on", "p_off": "P off", "qrs_on": "QRS on", "qrs_off": "QRS off", "t_off": "T off"}
 NK_KEYS = {"p_on": "ECG_P_Onsets", "p_off": "ECG_P_Offsets", "qrs_on": "ECG_R_Onsets", "qrs_off": "ECG_R_Offsets", "t_off": "ECG_T_Offsets"}
 SHORT = {"ecgtrace": "ours", "ecgtrace rules": "rules", "neurokit2 dwt": "nk dwt"}
@@ -68,20 +70,6 @@ LUDB_LEADS = ("i", "ii", "iii", "avr", "avl", "avf", "v1", "v2", "v3", "v4", "v5
 #: beat's 270 ms or more away even at 220 bpm; 100 ms between two marks in a row separates beats.
 GLOBAL_GAP_MS = 100.0
 REFERENCE_SPREAD = "reference spread"  # not a delineator: LUDB's per-lead marks against their own cross-lead marks
-
-
-def reference_marks(base: Path, extension: str) -> dict[str, np.ndarray]:
-    """Onsets/offsets of P, QRS and T from a QTDB/LUDB-style annotation file ('(' peak ')'; ``_wave_net_data.wave_marks``)."""
-    import wfdb
-
-    ann = wfdb.rdann(str(base), extension)
-    marks: dict[str, list[int]] = defaultdict(list)
-    for wave, on, off, _ in wave_marks(list(ann.sample), list(ann.symbol)):
-        if on is not None:
-            marks[f"{wave}_on"].append(int(on))
-        if off is not None:
-            marks[f"{wave}_off"].append(int(off))
-    return {k: np.asarray(v, dtype=np.int64) for k, v in marks.items()}
 
 
 def ours(window, beats, method: str = "wavenet") -> list[dict[str, np.ndarray]]:
@@ -118,21 +106,6 @@ def neurokit_dwt(window, beats) -> list[dict[str, np.ndarray]]:
             print(f"  neurokit2 dwt failed on lead {window.leads[j]}: {type(exc).__name__}: {str(exc)[:80]}", file=sys.stderr)
         out.append(marks)
     return out
-
-
-def nearest_errors(ref: np.ndarray, det: np.ndarray, tol: int) -> np.ndarray:
-    """Signed error (samples) of the nearest detection per reference mark; NaN when none within tol."""
-    err = np.full(ref.size, np.nan)
-    if det.size == 0 or ref.size == 0:
-        return err
-    det = np.sort(det)
-    idx = np.clip(np.searchsorted(det, ref), 1, det.size - 1) if det.size > 1 else np.zeros(ref.size, dtype=np.int64)
-    cand = np.stack([det[np.maximum(idx - 1, 0)], det[idx]])
-    diff = cand - ref[None, :]
-    best = diff[np.argmin(np.abs(diff), axis=0), np.arange(ref.size)]
-    ok = np.abs(best) <= tol
-    err[ok] = best[ok]
-    return err
 
 
 def segments(marks: dict[str, np.ndarray], fs: float, gap_s: float = 3.0) -> list[tuple[int, int]]:
@@ -177,31 +150,6 @@ def paced_records(data: Path | None = None) -> dict[str, frozenset[str]]:
         with table.open(newline="", encoding="utf-8") as fh:
             ludb = frozenset(row["ID"].strip() for row in csv.DictReader(fh) if row.get("Cardiac pacing", "").strip())
     return {"qtdb": frozenset(f"sel{r}" for r in PACED_RECORDS), "ludb": ludb}
-
-
-class Tally:
-    def __init__(self) -> None:
-        self.errors: dict[str, list[float]] = defaultdict(list)
-        self.total: dict[str, int] = defaultdict(int)
-        self.by_record: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-
-    def add(self, point: str, errors_ms: np.ndarray, record: str = "") -> None:
-        self.total[point] += errors_ms.size
-        found = errors_ms[np.isfinite(errors_ms)].tolist()
-        self.errors[point].extend(found)
-        self.by_record[record][point].extend(found)
-
-    def row(self, point: str) -> tuple[float, float, float, int]:
-        e = np.asarray(self.errors[point])
-        n = self.total[point]
-        if e.size == 0:
-            return float("nan"), float("nan"), 0.0, n
-        return float(e.mean()), float(e.std()), e.size / max(n, 1), n
-
-    def sd_without(self, point: str, records: frozenset[str]) -> tuple[float, int]:
-        """(SD in ms, number of errors) of ``point`` over the records not in ``records``."""
-        e = np.asarray([x for r, marks in self.by_record.items() if r not in records for x in marks.get(point, [])])
-        return (float(e.std()) if e.size else float("nan")), int(e.size)
 
 
 def run_qtdb(limit: int | None, tol_ms: float, lead_rule: str, tallies: dict[str, Tally], records: list[str] | None = None) -> int:
@@ -376,6 +324,9 @@ def main(argv: list[str] | None = None) -> int:
                 title = f"LUDB, {half} half, {n} records, leads {','.join(leads) if len(leads) < 12 else 'all 12'}, +-{args.tol_ms:g} ms"
             print_table(f"{title} ({time.perf_counter() - t:.0f} s)", tallies)
             print_notes(tallies, paced[db], INSPECTED.get(db, frozenset()) if half == "untuned" else frozenset())
+            if db == "qtdb":
+                scored = sorted(next(iter(tallies.values())).by_record)
+                print_second_reader(tallies, second_reader(DATA / "qtdb", scored, args.tol_ms), LABELS, SHORT)
             if db == "ludb":
                 spread = global_tallies.pop(REFERENCE_SPREAD, Tally())
                 print_table(f"LUDB, {half} half, cross-lead marks (median over the leads, marked in at least half of them; CSE-style global marks)",

@@ -63,3 +63,33 @@ def test_interval_errors_pair_each_start_with_the_next_end_and_subtract_the_mark
     got = bench.interval_errors(ref_on, ref_off, err_on, err_off, 250)
     assert got[0] == -5.0  # the interval came out 5 ms short: end 3 ms early, start 2 ms late
     assert np.isnan(got[1]) and np.isnan(got[2])
+
+
+def test_second_reader_scores_qtdbs_second_cardiologist_against_the_first(tmp_path: Path) -> None:
+    """Two beats at 250 Hz (4 ms a sample). Cardiologist 1 marks P, QRS and T; cardiologist 2 marks QRS and T only, her
+    QRS onsets 2 samples later (+8 ms) and 1 earlier (-4 ms). P is not scored (not counted missed); a record without
+    ``.q2c`` is skipped; T offsets farther apart than the tolerance are not found."""
+    import wfdb
+
+    bench = _bench()
+    scoring = import_benchmark("_delineation_scoring")
+
+    def write(record: str, extension: str, marks: list[tuple[int, str]]) -> None:  # wrann takes letters only: write, then rename
+        wfdb.wrann(record, "tmp", np.array([m for m, _ in marks]), symbol=[s for _, s in marks], write_dir=str(tmp_path))
+        (tmp_path / f"{record}.tmp").rename(tmp_path / f"{record}.{extension}")
+
+    def beat(r: int, on: int, t_off: int, with_p: bool) -> list[tuple[int, str]]:
+        p = [(r - 60, "("), (r - 50, "p"), (r - 40, ")")] if with_p else []
+        return p + [(on, "("), (r, "N"), (r + 20, ")"), (r + 60, "("), (r + 80, "t"), (t_off, ")")]
+
+    for record in ("rec1", "rec2"):
+        wfdb.wrsamp(record, fs=250, units=["mV"], sig_name=["MLII"], p_signal=np.zeros((2000, 1)), fmt=["16"], write_dir=str(tmp_path))
+        write(record, "q1c", beat(500, 490, 600, True) + beat(1000, 990, 1100, True))
+    write("rec1", "q2c", beat(500, 492, 601, False) + beat(1000, 989, 1100 + 60, False))
+    reader = bench.second_reader(tmp_path, ["rec1", "rec2"], tol_ms=150.0)
+    assert set(reader.by_record) == {"rec1"}
+    assert reader.errors["qrs_on"] == [8.0, -4.0]
+    assert reader.errors["qrs_off"] == [0.0, 0.0]
+    assert reader.errors["t_off"] == [4.0]  # the second T offset lies 240 ms off: not found within 150 ms
+    assert reader.total["t_off"] == 2 and "p_on" not in reader.total
+    assert scoring.Tally is bench.Tally  # one home for the scoring, re-exported by the benchmark
