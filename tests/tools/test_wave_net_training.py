@@ -52,3 +52,21 @@ def test_lengthen_pr_moves_the_p_wave_and_its_label_earlier() -> None:
     labels[60:100] = d.T  # a T wave where the P would go: the P stays
     y, kept = train.lengthen_pr(x, labels, 40)
     assert np.array_equal(y, x) and np.array_equal(kept, labels)
+
+
+def test_pick_lead_draws_qtdb_at_the_share_asked_and_uniformly_without_one() -> None:
+    """18 LUDB leads and 2 QTDB leads: uniform draws give QTDB about 1 in 10; a 0.5 share gives it about half; a share
+    with no QTDB lead falls back to every lead rather than failing."""
+    d = _data()
+    train = import_benchmark("train_wave_net")
+    leads = [d.LabelledLead(f"ludb/{k}:ii", np.zeros(4), np.zeros(4, dtype=np.uint8)) for k in range(18)]
+    leads += [d.LabelledLead(f"qtdb/sel{k}:MLII", np.zeros(4), np.zeros(4, dtype=np.uint8)) for k in range(2)]
+    rng = np.random.default_rng(0)
+
+    def qtdb_share(share: float | None, pool: list, n: int = 4000) -> float:
+        return sum(train.pick_lead(pool, rng, share).name.startswith("qtdb/") for _ in range(n)) / n
+
+    assert abs(qtdb_share(None, leads) - 0.1) < 0.02
+    assert abs(qtdb_share(0.5, leads) - 0.5) < 0.03
+    assert abs(qtdb_share(0.25, leads) - 0.25) < 0.03
+    assert qtdb_share(0.5, leads[:18]) == 0.0  # no QTDB lead to draw: every draw is an LUDB lead
