@@ -146,11 +146,17 @@ def test_view_command_static_and_bad_input(viewer_runs: dict[str, Path], tmp_pat
         assert f"cannot listen on 127.0.0.1:{port}" in err and "Traceback" not in err
 
 
+def _sigint_as_in_a_terminal() -> None:
+    """Child pre-exec: Ctrl-C at its default. A test run started in the background of a non-interactive shell
+    (``pytest &``) ignores SIGINT, and an ignored signal is inherited: the viewer would never see the Ctrl-C."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_view_command_serves_on_a_free_port_until_interrupted(viewer_runs: dict[str, Path]) -> None:
     """The real command in its own process: it prints the URL, answers on it, and stops cleanly on Ctrl-C."""
     proc = subprocess.Popen([sys.executable, "-m", "ecgtrace.cli", "view", str(viewer_runs["a"]), str(viewer_runs["qa"])],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
-                            env={**os.environ, "COLUMNS": "200", "PYTHONPATH": str(ROOT)})
+                            env={**os.environ, "COLUMNS": "200", "PYTHONPATH": str(ROOT)}, preexec_fn=_sigint_as_in_a_terminal)
     try:
         deadline = time.monotonic() + 120
         line = ""
