@@ -43,7 +43,7 @@ import argparse
 import sys
 import time
 import warnings
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 import numpy as np
@@ -87,6 +87,16 @@ def delineators() -> tuple[tuple[str, object], ...]:
     return (("ecgtrace", ours), ("ecgtrace rules", ours_rules), ("neurokit2 dwt", neurokit_dwt))
 
 
+#: neurokit2 ``dwt`` failures since the last table (reason -> leads): printed once under the table, not once per lead.
+NK_FAILURES: Counter[str] = Counter()
+
+
+def print_nk_failures() -> None:
+    for reason, leads in NK_FAILURES.most_common():
+        print(f"  neurokit2 dwt failed on {leads} lead window(s) ({reason}): their marks count as not found")
+    NK_FAILURES.clear()
+
+
 def neurokit_dwt(window, beats) -> list[dict[str, np.ndarray]]:
     import neurokit2 as nk
 
@@ -103,7 +113,7 @@ def neurokit_dwt(window, beats) -> list[dict[str, np.ndarray]]:
                 v = np.asarray(waves.get(key, []), dtype=np.float64)
                 marks[k] = v[np.isfinite(v)].astype(np.int64) + window.sampfrom
         except Exception as exc:  # neurokit2 fails on some windows; count its marks as missing
-            print(f"  neurokit2 dwt failed on lead {window.leads[j]}: {type(exc).__name__}: {str(exc)[:80]}", file=sys.stderr)
+            NK_FAILURES[f"{type(exc).__name__}: {str(exc)[:80]}"] += 1
         out.append(marks)
     return out
 
@@ -323,6 +333,7 @@ def main(argv: list[str] | None = None) -> int:
                 n = run_ludb(args.limit, args.tol_ms, tallies, leads, names, global_tallies, interval_tallies)
                 title = f"LUDB, {half} half, {n} records, leads {','.join(leads) if len(leads) < 12 else 'all 12'}, +-{args.tol_ms:g} ms"
             print_table(f"{title} ({time.perf_counter() - t:.0f} s)", tallies)
+            print_nk_failures()
             print_notes(tallies, paced[db], INSPECTED.get(db, frozenset()) if half == "untuned" else frozenset())
             if db == "qtdb":
                 scored = sorted(next(iter(tallies.values())).by_record)
