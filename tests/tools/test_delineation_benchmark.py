@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from tests.support.benchmarks import import_benchmark
 
@@ -65,7 +66,7 @@ def test_interval_errors_pair_each_start_with_the_next_end_and_subtract_the_mark
     assert np.isnan(got[1]) and np.isnan(got[2])
 
 
-def test_second_reader_scores_qtdbs_second_cardiologist_against_the_first(tmp_path: Path) -> None:
+def test_second_reader_scores_qtdbs_second_cardiologist_against_the_first(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Two beats at 250 Hz (4 ms a sample). Cardiologist 1 marks P, QRS and T; cardiologist 2 marks QRS and T only, her
     QRS onsets 2 samples later (+8 ms) and 1 earlier (-4 ms). P is not scored (not counted missed); a record without
     ``.q2c`` is skipped; T offsets farther apart than the tolerance are not found."""
@@ -93,3 +94,13 @@ def test_second_reader_scores_qtdbs_second_cardiologist_against_the_first(tmp_pa
     assert reader.errors["t_off"] == [4.0]  # the second T offset lies 240 ms off: not found within 150 ms
     assert reader.total["t_off"] == 2 and "p_on" not in reader.total
     assert scoring.Tally is bench.Tally  # one home for the scoring, re-exported by the benchmark
+    ours = bench.Tally()
+    ours.add("qrs_on", np.array([4.0, -4.0]), "rec1")
+    ours.add("qrs_on", np.array([40.0]), "rec2")  # a record without .q2c: not in the comparison
+    for point in ("qrs_off", "t_off"):
+        ours.add(point, np.array([0.0, 0.0]), "rec1")
+    bench.print_second_reader({"ecgtrace": ours}, reader, bench.LABELS, bench.SHORT)
+    line = capsys.readouterr().out
+    assert "on the 1 records with both (rec1)" in line and "P on" not in line
+    assert "QRS on 6.0 (2 of 2 marks" in line and "T off 0.0 (1 of 2 marks" in line  # SD of +8, -4: 6 ms
+    assert line.rstrip().endswith("ours 4.0, 0.0, 0.0")  # rec2's 40 ms left out
