@@ -1,4 +1,4 @@
-"""The delineation benchmark's bookkeeping: SD without the paced records, and which records are paced."""
+"""The delineation benchmark's bookkeeping: SD without the paced records, which records are paced, the second cardiologist."""
 
 from __future__ import annotations
 
