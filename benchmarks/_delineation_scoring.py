@@ -103,8 +103,8 @@ def print_second_reader(tallies: dict[str, Tally], reader: Tally, labels: dict[s
     records = frozenset(reader.by_record)
     if not records:
         return
-    cells = [f"{labels[p]} {reader.row(p)[1]:.1f} ({len(reader.errors[p])} of {reader.total[p]} marks have one within the tolerance)" for p in POINTS if reader.errors[p]]
-    ours = [f"{short.get(name, name)} " + ", ".join(f"{tally.sd_only(p, records):.1f}" for p in POINTS if reader.errors[p])
-            for name, tally in tallies.items()]
+    scored = [p for p in POINTS if reader.errors[p]]
+    cells = [f"{labels[p]} {reader.row(p)[1]:.1f} ({len(reader.errors[p])} of {reader.total[p]} marks have one within the tolerance)" for p in scored]
+    ours = [f"{short.get(name, name)} " + ", ".join(f"{tally.sd_only(p, records):.1f}" for p in scored) for name, tally in tallies.items()]
     print(f"  {SECOND_READER} (.q2c) against cardiologist 1 on the {len(records)} records with both ({','.join(sorted(records))}), "
           f"one mark per beat, no choice of lead: SD {', '.join(cells)}; on the same records, best of two leads: {'; '.join(ours)}")
