@@ -98,8 +98,10 @@ def second_reader(folder: Path, records: list[str], tol_ms: float) -> Tally:
     return tally
 
 
-def print_second_reader(tallies: dict[str, Tally], reader: Tally, labels: dict[str, str], short: dict[str, str]) -> None:
-    """One line: the second cardiologist's SD per mark, and each delineator's on the same records (best lead)."""
+def print_second_reader(tallies: dict[str, Tally], reader: Tally, labels: dict[str, str], short: dict[str, str],
+                        against_second: dict[str, Tally] | None = None) -> None:
+    """Two lines: the second cardiologist's SD per mark beside each delineator's on the same records (best lead);
+    with ``against_second``, each delineator's SD against the second cardiologist instead."""
     records = frozenset(reader.by_record)
     if not records:
         return
@@ -108,3 +110,6 @@ def print_second_reader(tallies: dict[str, Tally], reader: Tally, labels: dict[s
     ours = [f"{short.get(name, name)} " + ", ".join(f"{tally.sd_only(p, records):.1f}" for p in scored) for name, tally in tallies.items()]
     print(f"  {SECOND_READER} (.q2c) against cardiologist 1 on the {len(records)} records with both ({','.join(sorted(records))}), "
           f"one mark per beat, no choice of lead: SD {', '.join(cells)}; on the same records, best of two leads: {'; '.join(ours)}")
+    if against_second:
+        theirs = [f"{short.get(name, name)} " + ", ".join(f"{tally.row(p)[1]:.1f}" for p in scored) for name, tally in against_second.items()]
+        print(f"  the same delineators against cardiologist 2's marks instead (best of two leads): {'; '.join(theirs)}")

@@ -8,7 +8,8 @@ References (in ``../shared/data``):
   papers do); ``--qtdb-lead first`` uses the first lead only. Under each QTDB
   table, the human peer: the second cardiologist's marks (``.q2c``, QRS and T
   only, 11 records) against the first's, scored the same way but with one mark
-  per beat and no choice of lead (``_delineation_scoring.second_reader``).
+  per beat and no choice of lead (``_delineation_scoring.second_reader``), and
+  every delineator scored against the second cardiologist instead of the first.
 * LUDB per-lead files ``data/<n>.<lead>`` (records 1-120 here, 12 leads, 10 s), scored
   per lead and, as the CSE tolerances are defined, on global marks: per beat the
   median of the leads' marks, the cardiologists' and each delineator's alike
@@ -162,15 +163,17 @@ def paced_records(data: Path | None = None) -> dict[str, frozenset[str]]:
     return {"qtdb": frozenset(f"sel{r}" for r in PACED_RECORDS), "ludb": ludb}
 
 
-def run_qtdb(limit: int | None, tol_ms: float, lead_rule: str, tallies: dict[str, Tally], records: list[str] | None = None) -> int:
-    files = sorted((DATA / "qtdb").glob("*.q1c"))
+def run_qtdb(limit: int | None, tol_ms: float, lead_rule: str, tallies: dict[str, Tally], records: list[str] | None = None,
+             reference: str = "q1c") -> int:
+    """Errors against QTDB's ``reference`` marks (``q1c``: cardiologist 1; ``q2c``: cardiologist 2, 11 records) into ``tallies``."""
+    files = sorted((DATA / "qtdb").glob(f"*.{reference}"))
     if records is not None:
         files = [f for f in files if f.stem in records]
     files = files[:limit] if limit else files
     for f in files:
         base = f.with_suffix("")
         info = open_record(base, check_leads=False)
-        ref = reference_marks(base, "q1c")
+        ref = reference_marks(base, reference)
         fs = info.fs_hz
         tol = int(round(tol_ms * fs / 1000.0))
         for a, b in segments(ref, fs):
@@ -336,8 +339,11 @@ def main(argv: list[str] | None = None) -> int:
             print_nk_failures()
             print_notes(tallies, paced[db], INSPECTED.get(db, frozenset()) if half == "untuned" else frozenset())
             if db == "qtdb":
-                scored = sorted(next(iter(tallies.values())).by_record)
-                print_second_reader(tallies, second_reader(DATA / "qtdb", scored, args.tol_ms), LABELS, SHORT)
+                reader = second_reader(DATA / "qtdb", sorted(next(iter(tallies.values())).by_record), args.tol_ms)
+                against_second = {name: Tally() for name in tallies}  # the delineators scored against cardiologist 2 instead
+                run_qtdb(None, args.tol_ms, args.qtdb_lead, against_second, sorted(reader.by_record), reference="q2c")
+                print_second_reader(tallies, reader, LABELS, SHORT, against_second)
+                print_nk_failures()  # those of the pass against cardiologist 2
             if db == "ludb":
                 spread = global_tallies.pop(REFERENCE_SPREAD, Tally())
                 print_table(f"LUDB, {half} half, cross-lead marks (median over the leads, marked in at least half of them; CSE-style global marks)",

@@ -99,8 +99,11 @@ def test_second_reader_scores_qtdbs_second_cardiologist_against_the_first(tmp_pa
     ours.add("qrs_on", np.array([40.0]), "rec2")  # a record without .q2c: not in the comparison
     for point in ("qrs_off", "t_off"):
         ours.add(point, np.array([0.0, 0.0]), "rec1")
-    bench.print_second_reader({"ecgtrace": ours}, reader, bench.LABELS, bench.SHORT)
-    line = capsys.readouterr().out
+    against_second = bench.Tally()
+    against_second.add("qrs_on", np.array([3.0, -3.0]), "rec1")
+    bench.print_second_reader({"ecgtrace": ours}, reader, bench.LABELS, bench.SHORT, {"ecgtrace": against_second})
+    line, second = capsys.readouterr().out.rstrip().split("\n")
+    assert second.endswith("against cardiologist 2's marks instead (best of two leads): ours 3.0, nan, nan")
     assert "on the 1 records with both (rec1)" in line and "P on" not in line
     assert "QRS on 6.0 (2 of 2 marks" in line and "T off 0.0 (1 of 2 marks" in line  # SD of +8, -4: 6 ms
     assert line.rstrip().endswith("ours 4.0, 0.0, 0.0")  # rec2's 40 ms left out
