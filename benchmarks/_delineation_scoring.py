@@ -17,6 +17,7 @@ from _wave_net_data import wave_marks
 
 #: The marks scored, in table order.
 POINTS = ("p_on", "p_off", "qrs_on", "qrs_off", "t_off")
+LABELS = {"p_on": "P on", "p_off": "P off", "qrs_on": "QRS on", "qrs_off": "QRS off", "t_off": "T off"}
 SECOND_READER = "cardiologist 2"
 
 
@@ -98,15 +99,14 @@ def second_reader(folder: Path, records: list[str], tol_ms: float) -> Tally:
     return tally
 
 
-def print_second_reader(tallies: dict[str, Tally], reader: Tally, labels: dict[str, str], short: dict[str, str],
-                        against_second: dict[str, Tally] | None = None) -> None:
+def print_second_reader(tallies: dict[str, Tally], reader: Tally, short: dict[str, str], against_second: dict[str, Tally] | None = None) -> None:
     """Two lines: the second cardiologist's SD per mark beside each delineator's on the same records (best lead);
     with ``against_second``, each delineator's SD against the second cardiologist instead."""
     records = frozenset(reader.by_record)
     if not records:
         return
     scored = [p for p in POINTS if reader.errors[p]]
-    cells = [f"{labels[p]} {reader.row(p)[1]:.1f} ({len(reader.errors[p])} of {reader.total[p]} marks have one within the tolerance)" for p in scored]
+    cells = [f"{LABELS[p]} {reader.row(p)[1]:.1f} ({len(reader.errors[p])} of {reader.total[p]} marks have one within the tolerance)" for p in scored]
     ours = [f"{short.get(name, name)} " + ", ".join(f"{tally.sd_only(p, records):.1f}" for p in scored) for name, tally in tallies.items()]
     print(f"  {SECOND_READER} (.q2c) against cardiologist 1 on the {len(records)} records with both ({','.join(sorted(records))}), "
           f"one mark per beat, no choice of lead: SD {', '.join(cells)}; on the same records, best of two leads: {'; '.join(ours)}")

@@ -58,11 +58,10 @@ from _protocol import PACED_RECORDS, QTDB_TUNED  # noqa: E402
 from audit_items import INSPECTED  # noqa: E402
 from _delineation_intervals import INTERVALS, interval_errors, print_intervals  # noqa: E402
 from _delineation_rates import print_rates, run_rates  # noqa: E402
-from _delineation_scoring import POINTS, Tally, nearest_errors, print_second_reader, reference_marks, second_reader  # noqa: E402
+from _delineation_scoring import LABELS, POINTS, Tally, nearest_errors, print_second_reader, reference_marks, second_reader  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
-LABELS = {"p_on": "P on", "p_off": "P off", "qrs_on": "QRS on", "qrs_off": "QRS off", "t_off": "T off"}
 NK_KEYS = {"p_on": "ECG_P_Onsets", "p_off": "ECG_P_Offsets", "qrs_on": "ECG_R_Onsets", "qrs_off": "ECG_R_Offsets", "t_off": "ECG_T_Offsets"}
 SHORT = {"ecgtrace": "ours", "ecgtrace rules": "rules", "neurokit2 dwt": "nk dwt"}
 DELINEATORS = ("ecgtrace", "ecgtrace rules", "neurokit2 dwt")
@@ -342,7 +341,7 @@ def main(argv: list[str] | None = None) -> int:
                 reader = second_reader(DATA / "qtdb", sorted(next(iter(tallies.values())).by_record), args.tol_ms)
                 against_second = {name: Tally() for name in tallies}  # the delineators scored against cardiologist 2 instead
                 run_qtdb(None, args.tol_ms, args.qtdb_lead, against_second, sorted(reader.by_record), reference="q2c")
-                print_second_reader(tallies, reader, LABELS, SHORT, against_second)
+                print_second_reader(tallies, reader, SHORT, against_second)
                 print_nk_failures()  # those of the pass against cardiologist 2
             if db == "ludb":
                 spread = global_tallies.pop(REFERENCE_SPREAD, Tally())

@@ -155,16 +155,22 @@ def lengthen_pr(x: np.ndarray, labels: np.ndarray, shift: int) -> tuple[np.ndarr
     return x, labels
 
 
-def pick_lead(leads: list[LabelledLead], rng: np.random.Generator, qtdb_share: float | None) -> LabelledLead:
+def database_pools(leads: list[LabelledLead]) -> dict[str, list[LabelledLead]]:
+    """The leads by database, as :func:`pick_lead` draws from them (``"qtdb/"``, ``"ludb/"``)."""
+    return {prefix: [lead for lead in leads if lead.name.startswith(prefix)] for prefix in ("qtdb/", "ludb/")}
+
+
+def pick_lead(leads: list[LabelledLead], rng: np.random.Generator, qtdb_share: float | None,
+              pools: dict[str, list[LabelledLead]] | None = None) -> LabelledLead:
     """A random lead: uniform over ``leads``, or from QTDB with probability ``qtdb_share`` (else from LUDB).
 
     Uniform, QTDB's 2-lead records give about 1 crop in 12 beside LUDB's 12-lead ones, though
-    two leads at 250 Hz is what a Holter recording looks like.
+    two leads at 250 Hz is what a Holter recording looks like. ``pools``: :func:`database_pools`
+    of ``leads``, computed once by a caller that draws many.
     """
     if qtdb_share is None:
         return leads[int(rng.integers(len(leads)))]
-    wanted = "qtdb/" if rng.random() < qtdb_share else "ludb/"
-    pool = [lead for lead in leads if lead.name.startswith(wanted)] or leads
+    pool = (pools or database_pools(leads))["qtdb/" if rng.random() < qtdb_share else "ludb/"] or leads
     return pool[int(rng.integers(len(pool)))]
 
 
@@ -173,9 +179,10 @@ def batch(leads: list[LabelledLead], rng: np.random.Generator, size: int, length
     """``size`` random crops of ``length`` samples, each holding labelled samples (leads drawn by :func:`pick_lead`)."""
     x = np.zeros((size, 1, length), dtype=np.float32)
     y = np.full((size, length), UNKNOWN, dtype=np.uint8)
+    pools = database_pools(leads) if qtdb_share is not None else None
     k = 0
     while k < size:
-        lead = pick_lead(leads, rng, qtdb_share)
+        lead = pick_lead(leads, rng, qtdb_share, pools)
         known = np.flatnonzero(lead.labels != UNKNOWN)
         if known.size < 200:
             continue

@@ -101,7 +101,7 @@ def test_second_reader_scores_qtdbs_second_cardiologist_against_the_first(tmp_pa
         ours.add(point, np.array([0.0, 0.0]), "rec1")
     against_second = bench.Tally()
     against_second.add("qrs_on", np.array([3.0, -3.0]), "rec1")
-    bench.print_second_reader({"ecgtrace": ours}, reader, bench.LABELS, bench.SHORT, {"ecgtrace": against_second})
+    bench.print_second_reader({"ecgtrace": ours}, reader, bench.SHORT, {"ecgtrace": against_second})
     line, second = capsys.readouterr().out.rstrip().split("\n")
     assert second.endswith("against cardiologist 2's marks instead (best of two leads): ours 3.0, nan, nan")
     assert "on the 1 records with both (rec1)" in line and "P on" not in line
